@@ -1,0 +1,60 @@
+// Shared pieces of the command-line front end.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace cellsched::cli {
+
+namespace po = boost::program_options;
+
+// A verb: `cellsched <name> ...`. `run` gets the arguments after the verb and
+// returns the exit status; InputError -> 2, other errors -> 1 (handled by main).
+struct Verb {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Verb>& verbs();
+
+// Parses `args` against `options` (+ positional), prints help and returns
+// false when --help was given. Throws InputError on bad usage.
+bool parse(const std::string& usage, const std::vector<std::string>& args,
+           const po::options_description& options, const po::positional_options_description& pos,
+           po::variables_map& vm);
+
+// Default database path and the bundled data directory (examples/data).
+std::string default_db_path();
+std::string data_dir();
+// `--throughputs` default: the bundled Gavel table.
+std::string default_throughputs();
+
+// True when stderr is a terminal (progress goes there only then).
+bool stderr_is_tty();
+
+// Simple aligned text table.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(std::ostream& out) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string fixed(double v, int decimals);
+std::string hours(double seconds);  // "12.34" (h), "-" for negative
+
+int cmd_simulate(const std::vector<std::string>& args);
+int cmd_trace(const std::vector<std::string>& args);
+int cmd_cluster(const std::vector<std::string>& args);
+int cmd_gpus(const std::vector<std::string>& args);
+int cmd_db(const std::vector<std::string>& args);
+
+}  // namespace cellsched::cli

@@ -1,0 +1,111 @@
+#include "cli/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "core/error.h"
+
+namespace cellsched::cli {
+
+void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
+  Table t({"policy", "jobs", "done", "JCT mean h", "median h", "p95 h", "p99 h", "queue mean h",
+           "TTD h", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
+  for (const RunRecord& r : runs) {
+    const RunMetrics& m = r.metrics;
+    t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), hours(m.jct_mean_s),
+           hours(m.jct_median_s), hours(m.jct_p95_s), hours(m.jct_p99_s), hours(m.queue_mean_s),
+           hours(m.ttd_s), fixed(m.cru, 3), fixed(m.decision_mean_ms, 3),
+           fixed(m.decision_p99_ms, 3), std::to_string(m.rounds), fixed(m.wall_s, 2)});
+  }
+  t.print(out);
+}
+
+nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
+  nlohmann::json j;
+  if (r.id) j["id"] = r.id;
+  if (!r.created_at.empty()) j["created_at"] = r.created_at;
+  j["policy"] = r.policy;
+  j["trace"] = r.trace_name;
+  j["cluster"] = r.cluster_name;
+  j["cluster_gpus"] = r.cluster_gpus;
+  j["throughputs"] = r.throughputs;
+  j["params"] = r.params;
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [k, v] : metric_pairs(r.metrics)) m[k] = v;
+  j["metrics"] = m;
+  if (with_jobs) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const JobResult& x : r.jobs) {
+      jobs.push_back({{"job_id", x.job_id}, {"job_type", x.job_type}, {"gpus", x.gpus},
+                      {"arrival_s", x.arrival_s}, {"first_start_s", x.first_start_s},
+                      {"completion_s", x.completion_s}, {"jct_s", x.jct_s()},
+                      {"queueing_s", x.queueing_s()}, {"gpu_seconds", x.gpu_seconds},
+                      {"iterations_done", x.iterations_done}, {"restarts", x.restarts}});
+    }
+    j["jobs"] = jobs;
+  }
+  return j;
+}
+
+nlohmann::json runs_to_json(const std::vector<RunRecord>& runs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RunRecord& r : runs) a.push_back(run_to_json(r, false));
+  return {{"runs", a}};
+}
+
+void write_jobs_csv(const RunRecord& run, std::ostream& out) {
+  out << "job_id,job_type,gpus,arrival_s,first_start_s,completion_s,jct_s,queueing_s,gpu_seconds,"
+         "iterations_done,restarts\n";
+  out.precision(10);
+  for (const JobResult& x : run.jobs) {
+    out << x.job_id << ",\"" << x.job_type << "\"," << x.gpus << "," << x.arrival_s << ","
+        << x.first_start_s << "," << x.completion_s << "," << x.jct_s() << "," << x.queueing_s()
+        << "," << x.gpu_seconds << "," << x.iterations_done << "," << x.restarts << "\n";
+  }
+}
+
+namespace {
+std::ofstream open_out(const std::filesystem::path& p) {
+  std::ofstream f(p);
+  if (!f) throw InputError(p.string() + ": cannot write");
+  return f;
+}
+}  // namespace
+
+void write_run_files(const std::vector<RunRecord>& runs, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(dir + ": cannot create directory: " + ec.message());
+  const std::filesystem::path d(dir);
+  {
+    auto f = open_out(d / "summary.csv");
+    bool header = true;
+    for (const RunRecord& r : runs) {
+      const auto pairs = metric_pairs(r.metrics);
+      if (header) {
+        f << "policy";
+        for (const auto& kv : pairs) f << "," << kv.first;
+        f << "\n";
+        header = false;
+      }
+      f << r.policy;
+      for (const auto& kv : pairs) f << "," << kv.second;
+      f << "\n";
+    }
+  }
+  open_out(d / "summary.json") << runs_to_json(runs).dump(2) << "\n";
+  for (const RunRecord& r : runs) {
+    auto jobs = open_out(d / ("jobs-" + r.policy + ".csv"));
+    write_jobs_csv(r, jobs);
+    auto util = open_out(d / ("utilization-" + r.policy + ".csv"));
+    util << "t_s,busy_gpus,total_gpus\n";
+    for (const UtilizationPoint& p : r.utilization)
+      util << p.t_s << "," << p.busy_gpus << "," << r.cluster_gpus << "\n";
+  }
+}
+
+}  // namespace cellsched::cli

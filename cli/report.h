@@ -1,0 +1,21 @@
+// Printing and writing run results (table, JSON, CSV files).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/run.h"
+
+namespace cellsched::cli {
+
+void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out);
+nlohmann::json run_to_json(const RunRecord& run, bool with_jobs);
+nlohmann::json runs_to_json(const std::vector<RunRecord>& runs);
+void write_jobs_csv(const RunRecord& run, std::ostream& out);
+// summary.csv, summary.json, jobs-<policy>.csv, utilization-<policy>.csv in `dir`.
+void write_run_files(const std::vector<RunRecord>& runs, const std::string& dir);
+
+}  // namespace cellsched::cli

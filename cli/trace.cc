@@ -1,0 +1,220 @@
+// `cellsched trace generate|inspect|convert`, `cellsched cluster`, `cellsched gpus`.
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/gpu.h"
+#include "core/throughput.h"
+#include "core/trace_io.h"
+
+namespace cellsched::cli {
+namespace {
+
+// Writes to `path`, or stdout for "-"; the file appears only when complete.
+void write_csv(const Trace& trace, const std::string& path) {
+  if (path == "-") {
+    write_trace_csv(trace, std::cout);
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw InputError(path + ": cannot write");
+    write_trace_csv(trace, f);
+    if (!f) throw InputError(path + ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot write");
+}
+
+int trace_generate(const std::vector<std::string>& args) {
+  po::options_description opt("trace generate options");
+  std::string throughputs, out;
+  GenerateOptions g;
+  opt.add_options()
+      ("jobs", po::value(&g.jobs)->default_value(100), "number of jobs")
+      ("interarrival", po::value(&g.mean_interarrival_s)->default_value(60), "mean inter-arrival time, seconds (Poisson arrivals; 0: all at t=0)")
+      ("seed", po::value(&g.seed)->default_value(0), "random seed (same seed, same trace)")
+      ("reference-gpu", po::value(&g.reference_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
+      ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "throughput table the job types come from")
+      ("output,o", po::value(&out)->default_value("-"), "output CSV (- for stdout)");
+  po::variables_map vm;
+  if (!parse("cellsched trace generate [options]", args, opt, {}, vm)) return 0;
+  if (g.jobs <= 0) throw InputError("--jobs must be positive");
+  if (g.mean_interarrival_s < 0) throw InputError("--interarrival must not be negative");
+  const ThroughputTable table = load_gavel_throughputs(throughputs);
+  write_csv(generate_trace(table, g), out);
+  if (out != "-") std::cerr << "wrote " << g.jobs << " jobs to " << out << "\n";
+  return 0;
+}
+
+struct ReadArgs {
+  std::string path, format, throughputs, ref_gpu;
+  uint64_t seed = 0;
+  long limit = -1;
+};
+
+void add_read_options(po::options_description& opt, ReadArgs& r) {
+  opt.add_options()
+      ("trace", po::value(&r.path)->required(), "trace file")
+      ("format", po::value(&r.format)->default_value("auto"), "auto|gavel|gavel-legacy|philly|csv")
+      ("throughputs", po::value(&r.throughputs)->default_value(default_throughputs()), "throughput table (Philly import)")
+      ("seed", po::value(&r.seed)->default_value(0), "seed for the Philly import's job types")
+      ("reference-gpu", po::value(&r.ref_gpu)->default_value("v100"), "reference GPU type (Philly import)")
+      ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs");
+}
+
+Trace read(const ReadArgs& r, ThroughputTable& table) {
+  TraceReadOptions ro;
+  ro.format = parse_trace_format(r.format);
+  ro.seed = r.seed;
+  ro.reference_gpu = r.ref_gpu;
+  ro.limit = r.limit;
+  table = load_gavel_throughputs(r.throughputs);
+  ro.table = &table;
+  return load_trace(r.path, ro);
+}
+
+int trace_inspect(const std::vector<std::string>& args) {
+  po::options_description opt("trace inspect options");
+  ReadArgs r;
+  add_read_options(opt, r);
+  opt.add_options()("json", "print JSON");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  if (!parse("cellsched trace inspect TRACE [options]", args, opt, pos, vm)) return 0;
+  ThroughputTable table;
+  const Trace trace = read(r, table);
+  const TraceSummary s = summarize(trace);
+  if (vm.count("json")) {
+    nlohmann::json j = {{"trace", trace.name}, {"format", trace.format}, {"jobs", s.jobs},
+                        {"first_arrival_s", s.first_arrival_s}, {"last_arrival_s", s.last_arrival_s},
+                        {"mean_interarrival_s", s.mean_interarrival_s},
+                        {"total_gpu_iterations", s.total_gpu_iterations},
+                        {"mean_duration_s", s.mean_duration_hint_s}};
+    nlohmann::json hist = nlohmann::json::object();
+    for (const auto& [g, c] : s.gpus_histogram) hist[std::to_string(g)] = c;
+    j["gpus"] = hist;
+    nlohmann::json types = nlohmann::json::object();
+    for (const auto& [t, c] : s.job_types) types[t] = c;
+    j["job_types"] = types;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "trace          " << trace.name << " (" << trace.format << ")\n"
+            << "jobs           " << s.jobs << "\n"
+            << "arrivals       " << fixed(s.first_arrival_s, 0) << " s .. "
+            << fixed(s.last_arrival_s, 0) << " s (" << hours(s.last_arrival_s - s.first_arrival_s)
+            << " h), mean gap " << fixed(s.mean_interarrival_s, 1) << " s\n";
+  if (s.mean_duration_hint_s >= 0)
+    std::cout << "mean duration  " << fixed(s.mean_duration_hint_s, 1) << " s\n";
+  std::cout << "\n";
+  Table gt({"GPUs", "jobs", "share"});
+  for (const auto& [g, c] : s.gpus_histogram)
+    gt.add({std::to_string(g), std::to_string(c), fixed(100.0 * c / std::max(1L, s.jobs), 1) + "%"});
+  gt.print(std::cout);
+  std::cout << "\n";
+  Table tt({"job type", "jobs"});
+  for (const auto& [t, c] : s.job_types) tt.add({t, std::to_string(c)});
+  tt.print(std::cout);
+  return 0;
+}
+
+int trace_convert(const std::vector<std::string>& args) {
+  po::options_description opt("trace convert options");
+  ReadArgs r;
+  std::string out;
+  add_read_options(opt, r);
+  opt.add_options()("output,o", po::value(&out)->default_value("-"), "output CSV (- for stdout)");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  if (!parse("cellsched trace convert TRACE -o OUT.csv [options]", args, opt, pos, vm)) return 0;
+  ThroughputTable table;
+  const Trace trace = read(r, table);
+  write_csv(trace, out);
+  if (out != "-") std::cerr << "wrote " << trace.jobs.size() << " jobs to " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_trace(const std::vector<std::string>& args) {
+  const std::string sub = args.empty() ? "" : args[0];
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (sub == "generate") return trace_generate(rest);
+  if (sub == "inspect") return trace_inspect(rest);
+  if (sub == "convert") return trace_convert(rest);
+  if (sub == "--help" || sub == "-h") {
+    std::cout << "usage: cellsched trace generate|inspect|convert [options] (each takes --help)\n";
+    return 0;
+  }
+  throw InputError("usage: cellsched trace generate|inspect|convert [options]");
+}
+
+int cmd_cluster(const std::vector<std::string>& args) {
+  po::options_description opt("cluster options");
+  std::string spec, misc;
+  opt.add_options()
+      ("cluster", po::value(&spec)->required(), "YAML node list, PAI machine CSV, or shorthand")
+      ("yaml", "print the cluster as a YAML node list")
+      ("json", "print JSON");
+  po::positional_options_description pos;
+  pos.add("cluster", 1);
+  po::variables_map vm;
+  if (!parse("cellsched cluster SPEC [--yaml|--json]", args, opt, pos, vm)) return 0;
+  const Cluster c = load_cluster(spec);
+  if (vm.count("yaml")) {
+    std::cout << cluster_to_yaml(c);
+    return 0;
+  }
+  if (vm.count("json")) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const Node& n : c.nodes)
+      nodes.push_back({{"name", n.name}, {"address", n.address}, {"gpu_type", n.gpu_type}, {"gpus", n.gpus}});
+    std::cout << nlohmann::json{{"name", c.name}, {"gpus", c.total_gpus()}, {"nodes", nodes}}.dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "cluster " << c.name << ": " << c.nodes.size() << " nodes, " << c.total_gpus()
+            << " GPUs\n\n";
+  Table t({"GPU type", "nodes", "GPUs"});
+  for (const std::string& type : c.gpu_types()) {
+    long nodes = 0;
+    for (const Node& n : c.nodes) nodes += n.gpu_type == type;
+    t.add({type, std::to_string(nodes), std::to_string(c.gpus_of_type(type))});
+  }
+  t.print(std::cout);
+  return 0;
+}
+
+int cmd_gpus(const std::vector<std::string>& args) {
+  po::options_description opt("gpus options");
+  opt.add_options()("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched gpus [--json]", args, opt, {}, vm)) return 0;
+  if (vm.count("json")) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const GpuSpec& g : gpu_catalogue())
+      a.push_back({{"name", g.name}, {"description", g.description}, {"fp32_tflops", g.fp32_tflops},
+                   {"fp16_tflops", g.fp16_tflops}, {"memory_gib", g.memory_gib},
+                   {"memory_gbps", g.memory_gbps}, {"nvlink_gbps", g.nvlink_gbps},
+                   {"pcie_gbps", g.pcie_gbps}, {"bf16", g.bf16}, {"year", g.year}});
+    std::cout << a.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"type", "FP32 TF", "FP16 TF", "mem GiB", "mem GB/s", "NVLink GB/s", "PCIe GB/s", "BF16",
+           "year", "description"});
+  for (const GpuSpec& g : gpu_catalogue())
+    t.add({g.name, fixed(g.fp32_tflops, 1), fixed(g.fp16_tflops, 1), fixed(g.memory_gib, 0),
+           fixed(g.memory_gbps, 0), fixed(g.nvlink_gbps, 0), fixed(g.pcie_gbps, 0),
+           g.bf16 ? "yes" : "no", std::to_string(g.year), g.description});
+  t.print(std::cout);
+  return 0;
+}
+
+}  // namespace cellsched::cli

@@ -1,0 +1,275 @@
+#include "core/cluster.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/gpu.h"
+#include "core/parse_util.h"
+
+namespace cellsched {
+
+namespace {
+
+using detail::trim;
+
+constexpr int kShorthandNodeGpus = 4;
+
+std::string file_name_of(const std::string& path) {
+  std::string f = std::filesystem::path(path).filename().string();
+  return f.empty() ? path : f;
+}
+
+long line_of(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
+std::string known_gpu_names() {
+  std::string known;
+  for (const auto& g : gpu_catalogue()) {
+    if (!known.empty()) known += ", ";
+    known += g.name;
+  }
+  return known;
+}
+
+std::string scalar_text(const std::string& path, const YAML::Node& v, const std::string& field) {
+  if (!v.IsScalar()) fail_input(path, line_of(v), "'" + field + "' must be a scalar");
+  std::string s = std::string(trim(v.Scalar()));
+  if (s.empty()) fail_input(path, line_of(v), "'" + field + "' is empty");
+  return s;
+}
+
+}  // namespace
+
+int Cluster::total_gpus() const {
+  int n = 0;
+  for (const auto& node : nodes) n += node.gpus;
+  return n;
+}
+
+int Cluster::gpus_of_type(const std::string& gpu_type) const {
+  int n = 0;
+  for (const auto& node : nodes)
+    if (node.gpu_type == gpu_type) n += node.gpus;
+  return n;
+}
+
+std::vector<std::string> Cluster::gpu_types() const {
+  std::vector<std::string> types;
+  for (const auto& node : nodes)
+    if (std::find(types.begin(), types.end(), node.gpu_type) == types.end())
+      types.push_back(node.gpu_type);
+  return types;
+}
+
+Cluster parse_cluster_shorthand(const std::string& spec) {
+  Cluster c;
+  c.name = std::string(trim(spec));
+  const std::string where = "cluster spec '" + c.name + "'";
+  if (c.name.empty()) throw InputError("empty cluster spec");
+  std::set<std::string> seen;
+  for (std::string_view part : detail::split(c.name, ',')) {
+    part = trim(part);
+    const size_t colon = part.find(':');
+    if (part.empty() || colon == std::string_view::npos)
+      throw InputError(where + ": expected TYPE:COUNT entries separated by commas, got '" +
+                       std::string(part) + "'");
+    const std::string type_text(trim(part.substr(0, colon)));
+    const auto count = detail::to_int(part.substr(colon + 1));
+    if (!count || *count <= 0 || *count > 1000000)
+      throw InputError(where + ": GPU count of '" + std::string(part) +
+                       "' must be a positive integer");
+    std::string type;
+    try {
+      type = canonical_gpu_name(type_text);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+    if (!seen.insert(type).second)
+      throw InputError(where + ": GPU type '" + type + "' appears twice");
+    long long left = *count;
+    for (int i = 0; left > 0; ++i) {
+      const int g = static_cast<int>(std::min<long long>(left, kShorthandNodeGpus));
+      c.nodes.push_back(Node{type + "-" + std::to_string(i), "localhost", type, g});
+      left -= g;
+    }
+  }
+  return c;
+}
+
+Cluster load_cluster_yaml(const std::string& path) {
+  const std::string text = detail::read_file(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
+  } catch (const YAML::Exception& e) {
+    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
+  }
+
+  Cluster c;
+  c.name = file_name_of(path);
+  const YAML::Node& croot = root;
+  long nodes_key_line = 0;
+  if (croot.IsMap()) {
+    for (const auto& kv : croot) {
+      const std::string key = kv.first.Scalar();
+      if (key == "name") {
+        if (kv.second.IsScalar() && !trim(kv.second.Scalar()).empty())
+          c.name = std::string(trim(kv.second.Scalar()));
+        else if (!kv.second.IsNull() && !kv.second.IsScalar())
+          fail_input(path, line_of(kv.second), "'name' must be a scalar");
+      } else if (key == "nodes") {
+        nodes_key_line = line_of(kv.first);
+      } else {
+        fail_input(path, line_of(kv.first),
+                   "unknown field '" + key + "' (expected 'name' and 'nodes')");
+      }
+    }
+    if (!croot["nodes"]) fail_input(path, line_of(croot), "missing field 'nodes'");
+  } else if (!croot.IsSequence()) {
+    fail_input(path, croot.IsNull() ? 0 : line_of(croot),
+               croot.IsNull() ? "empty file: expected a map with a 'nodes' list"
+                              : "expected a map with a 'nodes' list");
+  }
+  const YAML::Node list = croot.IsSequence() ? croot : croot["nodes"];
+  if (!list.IsSequence()) {
+    if (list.IsNull()) fail_input(path, nodes_key_line, "empty node list");
+    fail_input(path, line_of(list), "'nodes' must be a list");
+  }
+  if (list.size() == 0) fail_input(path, line_of(list), "empty node list");
+
+  std::set<std::string> names;
+  for (const auto& item : list) {
+    const long line = line_of(item);
+    if (!item.IsMap()) fail_input(path, line, "a node must be a map with name, gpu_type, gpus");
+    Node node;
+    bool has_name = false, has_type = false, has_gpus = false;
+    for (const auto& kv : item) {
+      const std::string key = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (key == "name") {
+        node.name = scalar_text(path, v, key);
+        has_name = true;
+      } else if (key == "address") {
+        node.address = scalar_text(path, v, key);
+      } else if (key == "gpu_type") {
+        const std::string t = scalar_text(path, v, key);
+        const GpuSpec* g = find_gpu(t);
+        if (!g)
+          fail_input(path, line_of(v),
+                     "unknown GPU type '" + t + "' (known: " + known_gpu_names() + ")");
+        node.gpu_type = g->name;
+        has_type = true;
+      } else if (key == "gpus") {
+        const std::string t = v.IsScalar() ? v.Scalar() : std::string();
+        const auto n = detail::to_int(t);
+        if (!n || *n <= 0 || *n > 1000000)
+          fail_input(path, line_of(v), "'gpus' must be a positive integer, got '" + t + "'");
+        node.gpus = static_cast<int>(*n);
+        has_gpus = true;
+      } else {
+        fail_input(path, line_of(kv.first),
+                   "unknown field '" + key + "' (expected name, address, gpu_type, gpus)");
+      }
+    }
+    if (!has_name) fail_input(path, line, "node is missing field 'name'");
+    if (!has_type) fail_input(path, line, "node '" + node.name + "' is missing field 'gpu_type'");
+    if (!has_gpus) fail_input(path, line, "node '" + node.name + "' is missing field 'gpus'");
+    if (node.address.empty()) node.address = node.name;
+    if (!names.insert(node.name).second)
+      fail_input(path, line, "duplicate node name '" + node.name + "'");
+    c.nodes.push_back(std::move(node));
+  }
+  return c;
+}
+
+Cluster load_pai_machines(const std::string& path, const std::string& misc_type) {
+  std::string misc;
+  if (!misc_type.empty()) misc = canonical_gpu_name(misc_type);
+  const std::string text = detail::read_file(path);
+  Cluster c;
+  c.name = file_name_of(path);
+  std::set<std::string> names;
+  long line_no = 0;
+  for (std::string_view line : detail::split_lines(text)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const auto f = detail::split(line, ',');
+    if (f.size() != 5)
+      fail_input(path, line_no,
+                 "expected 5 fields (machine,gpu_type,cap_cpu,cap_mem,cap_gpu), got " +
+                     std::to_string(f.size()));
+    const std::string machine(trim(f[0]));
+    const std::string type(trim(f[1]));
+    if (line_no == 1 && machine == "machine") continue;  // tolerate a header line
+    if (machine.empty()) fail_input(path, line_no, "empty machine name");
+    for (int i : {2, 3}) {
+      const auto v = detail::to_double(f[i]);
+      if (!v || *v < 0)
+        fail_input(path, line_no,
+                   std::string(i == 2 ? "cap_cpu" : "cap_mem") + " must be a non-negative number, got '" +
+                       std::string(trim(f[i])) + "'");
+    }
+    const auto gpus = detail::to_int(f[4]);
+    if (!gpus || *gpus < 0 || *gpus > 1000000)
+      fail_input(path, line_no,
+                 "cap_gpu must be a non-negative integer, got '" + std::string(trim(f[4])) + "'");
+    if (!names.insert(machine).second)
+      fail_input(path, line_no, "duplicate machine '" + machine + "'");
+    std::string canonical;
+    if (type == "CPU") continue;
+    if (type == "MISC") {
+      if (misc.empty()) continue;
+      canonical = misc;
+    } else if (type == "P100" || type == "T4" || type == "V100" || type == "V100M32") {
+      canonical = canonical_gpu_name(type);
+    } else {
+      fail_input(path, line_no,
+                 "unknown PAI gpu_type '" + type + "' (expected P100, T4, V100, V100M32, MISC, CPU)");
+    }
+    if (*gpus == 0) continue;
+    c.nodes.push_back(Node{machine, machine, canonical, static_cast<int>(*gpus)});
+  }
+  if (c.nodes.empty()) fail_input(path, 0, "no GPU machines");
+  return c;
+}
+
+Cluster load_cluster(const std::string& spec_or_path) {
+  const std::string& s = spec_or_path;
+  if (detail::ends_with_ci(s, ".yaml") || detail::ends_with_ci(s, ".yml"))
+    return load_cluster_yaml(s);
+  if (detail::ends_with_ci(s, ".csv")) return load_pai_machines(s);
+  std::error_code ec;
+  if (s.find(':') != std::string::npos && s.find('/') == std::string::npos &&
+      !std::filesystem::exists(s, ec))
+    return parse_cluster_shorthand(s);
+  if (!std::filesystem::exists(s, ec)) fail_input(s, 0, "cannot open");
+  return load_cluster_yaml(s);  // any other existing file: a node list
+}
+
+std::string cluster_to_yaml(const Cluster& cluster) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << cluster.name;
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : cluster.nodes) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << n.name;
+    out << YAML::Key << "address" << YAML::Value << n.address;
+    out << YAML::Key << "gpu_type" << YAML::Value << n.gpu_type;
+    out << YAML::Key << "gpus" << YAML::Value << n.gpus;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace cellsched

@@ -1,0 +1,32 @@
+// Jobs and traces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cellsched {
+
+struct Job {
+  int64_t id = 0;                 // unique in its trace, dense from 0 in file order
+  double arrival_s = 0;           // seconds from the trace start
+  std::string job_type;           // throughput-table key: "ResNet-50 (batch size 64)"
+  std::string model;              // model name (zoo name or the job type's model part)
+  int batch_size = 0;             // 0 = unknown
+  double total_iterations = 0;    // iterations (steps) to train, > 0
+  int gpus = 1;                   // requested GPUs (gang size / scale factor), > 0
+  double weight = 1;              // priority weight, > 0
+  double deadline_s = -1;         // absolute deadline in seconds, < 0 = none
+  double duration_hint_s = -1;    // original duration where the trace gave one, < 0 = none
+  std::vector<std::string> command;  // argv for online runs (may be empty)
+  std::string checkpoint_dir;        // online runs
+};
+
+struct Trace {
+  std::string name;       // usually the file name
+  std::string source;     // path or "generated"
+  std::string format;     // "gavel", "gavel-legacy", "philly", "csv", "generated"
+  std::vector<Job> jobs;  // sorted by arrival (stable)
+};
+
+}  // namespace cellsched

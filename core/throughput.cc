@@ -1,0 +1,173 @@
+#include "core/throughput.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "core/parse_util.h"
+
+namespace cellsched {
+
+namespace {
+
+using detail::trim;
+
+// 1-based line of a byte offset in text.
+long line_at(const std::string& text, size_t byte) {
+  byte = std::min(byte, text.size());
+  return 1 + static_cast<long>(std::count(text.begin(), text.begin() + byte, '\n'));
+}
+
+// Best-effort line of `"inner"` inside the object of `"outer"` (for errors
+// found after parsing, where nlohmann keeps no positions). 0 when not found.
+long line_of_key(const std::string& text, const std::string& outer, const std::string& inner) {
+  const std::string o = nlohmann::json(outer).dump();
+  size_t pos = text.find(o);
+  if (pos == std::string::npos) return 0;
+  if (!inner.empty()) {
+    const size_t p = text.find(nlohmann::json(inner).dump(), pos + o.size());
+    if (p == std::string::npos) return line_at(text, pos);
+    pos = p;
+  }
+  return line_at(text, pos);
+}
+
+// Undoes Python's repr of a (str, int) tuple: "('ResNet-50 (batch size 64)', 1)".
+// Accepts either quote character and backslash escapes inside the string.
+bool parse_tuple_key(std::string_view key, std::string& job_type, int& scale_factor) {
+  std::string_view s = trim(key);
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return false;
+  s = trim(s.substr(1, s.size() - 2));
+  if (s.empty() || (s.front() != '\'' && s.front() != '"')) return false;
+  const char q = s.front();
+  std::string name;
+  size_t i = 1;
+  bool closed = false;
+  for (; i < s.size(); ++i) {
+    const char ch = s[i];
+    if (ch == '\\' && i + 1 < s.size()) {
+      const char e = s[++i];
+      name.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+    } else if (ch == q) {
+      closed = true;
+      ++i;
+      break;
+    } else {
+      name.push_back(ch);
+    }
+  }
+  if (!closed || name.empty()) return false;
+  std::string_view rest = trim(s.substr(i));
+  if (rest.empty() || rest.front() != ',') return false;
+  rest = trim(rest.substr(1));
+  const auto sf = detail::to_int(rest);
+  if (!sf || *sf <= 0 || *sf > 1000000) return false;
+  job_type = std::move(name);
+  scale_factor = static_cast<int>(*sf);
+  return true;
+}
+
+}  // namespace
+
+void ThroughputTable::set(const std::string& gpu_type, const std::string& job_type,
+                          int scale_factor, double steps_per_s) {
+  table_[{gpu_type, job_type, scale_factor}] = steps_per_s;
+}
+
+std::optional<double> ThroughputTable::get(const std::string& gpu_type,
+                                           const std::string& job_type,
+                                           int scale_factor) const {
+  auto it = table_.find({gpu_type, job_type, scale_factor});
+  if (it == table_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> ThroughputTable::gpu_types() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : table_)
+    if (out.empty() || out.back() != std::get<0>(k)) out.push_back(std::get<0>(k));
+  return out;  // map order: already sorted and grouped
+}
+
+std::vector<std::string> ThroughputTable::job_types() const {
+  std::set<std::string> s;
+  for (const auto& [k, v] : table_) s.insert(std::get<1>(k));
+  return {s.begin(), s.end()};
+}
+
+std::vector<int> ThroughputTable::scale_factors(const std::string& gpu_type,
+                                                const std::string& job_type) const {
+  std::vector<int> out;
+  for (auto it = table_.lower_bound({gpu_type, job_type, 0});
+       it != table_.end() && std::get<0>(it->first) == gpu_type &&
+       std::get<1>(it->first) == job_type;
+       ++it)
+    out.push_back(std::get<2>(it->first));
+  return out;
+}
+
+ThroughputTable load_gavel_throughputs(const std::string& path) {
+  const std::string text = detail::read_file(path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is the 1-based position of the offending character.
+    const size_t byte = e.byte > 0 ? e.byte - 1 : 0;
+    std::string what = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    // ... and its own "parse error at line L, column C: " (the line is ours now).
+    if (what.rfind("parse error at line ", 0) == 0)
+      if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
+    fail_input(path, line_at(text, byte), "invalid JSON: " + what);
+  }
+  if (!doc.is_object())
+    fail_input(path, 1, "expected an object {worker_type: {\"('<JobType>', <sf>)\": {...}}}");
+
+  ThroughputTable t;
+  t.source = path;
+  for (const auto& [worker, jobs] : doc.items()) {
+    if (trim(worker).empty()) fail_input(path, line_of_key(text, worker, ""), "empty worker type");
+    if (!jobs.is_object())
+      fail_input(path, line_of_key(text, worker, ""),
+                 "worker type '" + worker + "' must map to an object of job types");
+    for (const auto& [key, entry] : jobs.items()) {
+      std::string job_type;
+      int sf = 0;
+      if (!parse_tuple_key(key, job_type, sf))
+        fail_input(path, line_of_key(text, worker, key),
+                   "bad job key '" + key + "' (expected \"('<JobType>', <scale factor>)\")");
+      if (!entry.is_object())
+        fail_input(path, line_of_key(text, worker, key),
+                   "entry of '" + key + "' must be an object with a \"null\" figure");
+      auto it = entry.find("null");
+      if (it == entry.end())
+        fail_input(path, line_of_key(text, worker, key),
+                   "entry of '" + key + "' has no isolated (\"null\") throughput");
+      if (!it->is_number() || it->get<double>() < 0)
+        fail_input(path, line_of_key(text, worker, key),
+                   "isolated throughput of '" + key + "' must be a non-negative number");
+      t.set(worker, job_type, sf, it->get<double>());
+    }
+  }
+  if (t.size() == 0) fail_input(path, 0, "no throughput entries");
+  return t;
+}
+
+std::pair<std::string, int> split_job_type(const std::string& job_type) {
+  static const std::string marker = " (batch size ";
+  const size_t p = job_type.rfind(marker);
+  if (p != std::string::npos && !job_type.empty() && job_type.back() == ')') {
+    const std::string_view num =
+        std::string_view(job_type).substr(p + marker.size(),
+                                          job_type.size() - 1 - (p + marker.size()));
+    const auto b = detail::to_int(num);
+    if (b && *b > 0 && *b <= 1 << 30)
+      return {std::string(trim(std::string_view(job_type).substr(0, p))), static_cast<int>(*b)};
+  }
+  return {job_type, 0};
+}
+
+}  // namespace cellsched

@@ -1,0 +1,521 @@
+// Trace readers, writer and generator.
+//
+// Conventions shared by every reader:
+// - Line numbers in errors are 1-based physical lines of the file.
+// - Blank lines are skipped; a trailing '\r' is dropped.
+// - Jobs are sorted stably by arrival time, then ids are reassigned 0..n-1
+//   in that order (so a job's id is its rank in the arrival order, ties in
+//   file order). `limit` keeps the first `limit` jobs of that order.
+#include "core/trace_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <ostream>
+
+#include "core/error.h"
+#include "core/parse_util.h"
+
+namespace cellsched {
+
+namespace {
+
+using detail::trim;
+
+struct Ctx {
+  const std::string& path;
+  long line;
+  [[noreturn]] void fail(const std::string& what) const { fail_input(path, line, what); }
+
+  double number(std::string_view field, const char* name) const {
+    const auto v = detail::to_double(field);
+    if (!v) fail(std::string(name) + " must be a number, got '" + std::string(trim(field)) + "'");
+    return *v;
+  }
+  double non_negative(std::string_view field, const char* name) const {
+    const double v = number(field, name);
+    if (v < 0) fail(std::string(name) + " must not be negative, got '" + std::string(trim(field)) + "'");
+    return v;
+  }
+  double positive(std::string_view field, const char* name) const {
+    const double v = number(field, name);
+    if (v <= 0) fail(std::string(name) + " must be positive, got '" + std::string(trim(field)) + "'");
+    return v;
+  }
+  int positive_int(std::string_view field, const char* name) const {
+    const auto v = detail::to_int(field);
+    if (!v) fail(std::string(name) + " must be an integer, got '" + std::string(trim(field)) + "'");
+    if (*v <= 0 || *v > 1000000)
+      fail(std::string(name) + " must be a positive integer, got '" + std::string(trim(field)) + "'");
+    return static_cast<int>(*v);
+  }
+  int non_negative_int(std::string_view field, const char* name) const {
+    const auto v = detail::to_int(field);
+    if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
+      fail(std::string(name) + " must be a non-negative integer, got '" + std::string(trim(field)) + "'");
+    return static_cast<int>(*v);
+  }
+};
+
+std::vector<std::string> split_argv(std::string_view s) {
+  std::vector<std::string> argv;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) argv.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return argv;
+}
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+void set_model_from_type(Job& j) {
+  auto [model, batch] = split_job_type(j.job_type);
+  j.model = model;
+  j.batch_size = batch;
+}
+
+void finish(Trace& t, long limit) {
+  std::stable_sort(t.jobs.begin(), t.jobs.end(),
+                   [](const Job& a, const Job& b) { return a.arrival_s < b.arrival_s; });
+  if (limit >= 0 && static_cast<size_t>(limit) < t.jobs.size()) t.jobs.resize(limit);
+  for (size_t i = 0; i < t.jobs.size(); ++i) t.jobs[i].id = static_cast<int64_t>(i);
+}
+
+// ---- Gavel TSV (current 10 fields, legacy 7 fields) -------------------------
+
+// Gavel's SLO is a multiple of the job's duration (scheduler.py: deadline =
+// SLO * duration + arrival). The trace carries no duration, so it is taken as
+// total_steps / isolated steps/s on options.reference_gpu from options.table.
+void read_gavel(const std::string& path, const std::vector<std::string_view>& lines,
+                bool legacy, const TraceReadOptions& options, Trace& t) {
+  const size_t want = legacy ? 7 : 10;
+  long line_no = 0;
+  for (std::string_view line : lines) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    Ctx c{path, line_no};
+    const auto f = detail::split(line, '\t');
+    if (f.size() != want)
+      c.fail("expected " + std::to_string(want) + " tab-separated fields (" +
+             (legacy ? "Gavel legacy" : "Gavel") + " trace), got " + std::to_string(f.size()));
+    Job j;
+    j.job_type = std::string(trim(f[0]));
+    if (j.job_type.empty()) c.fail("empty job type");
+    set_model_from_type(j);
+    j.command = split_argv(f[1]);
+    if (legacy) {
+      // job_type command num_steps_arg needs_data_dir total_steps arrival scale_factor
+      j.total_iterations = c.positive(f[4], "total_steps");
+      j.arrival_s = c.non_negative(f[5], "arrival_time");
+      j.gpus = c.positive_int(f[6], "scale_factor");
+    } else {
+      // job_type command working_dir num_steps_arg needs_data_dir total_steps
+      // scale_factor priority_weight SLO arrival
+      j.total_iterations = c.positive(f[5], "total_steps");
+      j.gpus = c.positive_int(f[6], "scale_factor");
+      j.weight = c.positive(f[7], "priority_weight");
+      const double slo = c.number(f[8], "SLO");
+      j.arrival_s = c.non_negative(f[9], "arrival_time");
+      if (slo >= 0) {
+        if (!options.table)
+          c.fail("SLO " + std::string(trim(f[8])) +
+                 " is a multiple of the job's duration; a throughput table is needed to "
+                 "turn it into a deadline");
+        const auto tp = options.table->get(options.reference_gpu, j.job_type, j.gpus);
+        if (!tp || *tp <= 0)
+          c.fail("SLO needs the job's duration, but job type '" + j.job_type + "' at " +
+                 std::to_string(j.gpus) + " GPUs has no throughput on '" +
+                 options.reference_gpu + "'");
+        const double duration = j.total_iterations / *tp;
+        j.deadline_s = j.arrival_s + slo * duration;
+      }
+    }
+    t.jobs.push_back(std::move(j));
+  }
+}
+
+// ---- Philly (Pollux's philly.csv) ------------------------------------------
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// "2017-10-09 07:01:55" -> seconds since the epoch (no time zone: only
+// differences are used).
+bool parse_timestamp(std::string_view s, int64_t& out) {
+  s = trim(s);
+  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
+      s[13] != ':' || s[16] != ':')
+    return false;
+  auto num = [&](size_t pos, size_t len, long long& v) {
+    for (size_t i = pos; i < pos + len; ++i)
+      if (s[i] < '0' || s[i] > '9') return false;
+    v = *detail::to_int(s.substr(pos, len));
+    return true;
+  };
+  long long y, mo, d, h, mi, se;
+  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+      !num(17, 2, se))
+    return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
+  out = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+        h * 3600 + mi * 60 + se;
+  return true;
+}
+
+// Job types with a positive throughput at each scale factor on `gpu`.
+std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
+                                                       const std::string& gpu) {
+  std::map<int, std::vector<std::string>> by_sf;
+  for (const auto& type : table.job_types())
+    for (int sf : table.scale_factors(gpu, type)) {
+      const auto v = table.get(gpu, type, sf);
+      if (v && *v > 0) by_sf[sf].push_back(type);  // job_types() is sorted
+    }
+  return by_sf;
+}
+
+void read_philly(const std::string& path, const std::vector<std::string_view>& lines,
+                 const TraceReadOptions& options, Trace& t) {
+  if (!options.table)
+    fail_input(path, 0, "a Philly trace needs a throughput table to assign job types");
+  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
+  if (by_sf.empty())
+    fail_input(path, 0,
+               "the throughput table has no job type measured on '" + options.reference_gpu + "'");
+  detail::Rng rng(options.seed);
+  std::vector<int64_t> stamps;
+  long line_no = 0;
+  bool header = false;
+  for (std::string_view line : lines) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    Ctx c{path, line_no};
+    if (!header) {
+      if (trim(line).substr(0, 18) != "timestamp,duration")
+        c.fail("expected the Philly header 'timestamp,duration,num_gpus,gpu_time,cluster'");
+      header = true;
+      continue;
+    }
+    const auto f = detail::split(line, ',');
+    if (f.size() != 5)
+      c.fail("expected 5 fields (timestamp,duration,num_gpus,gpu_time,cluster), got " +
+             std::to_string(f.size()));
+    int64_t ts = 0;
+    if (!parse_timestamp(f[0], ts))
+      c.fail("bad timestamp '" + std::string(trim(f[0])) + "' (expected YYYY-MM-DD HH:MM:SS)");
+    const double duration = c.positive(f[1], "duration");
+    const int num_gpus = c.positive_int(f[2], "num_gpus");
+    c.non_negative(f[3], "gpu_time");
+    // The job's scale factor: the largest one measured that is <= num_gpus
+    // (jobs larger than the table's largest scale factor are capped to it).
+    auto it = by_sf.upper_bound(num_gpus);
+    if (it == by_sf.begin())
+      c.fail("no job type is measured at " + std::to_string(num_gpus) + " GPU(s) or fewer on '" +
+             options.reference_gpu + "'");
+    --it;
+    const int sf = it->first;
+    const auto& types = it->second;
+    Job j;
+    j.job_type = types[rng.below(types.size())];
+    set_model_from_type(j);
+    j.gpus = sf;
+    const double tp = *options.table->get(options.reference_gpu, j.job_type, sf);
+    j.total_iterations = std::max(1.0, std::round(duration * tp));
+    j.duration_hint_s = duration;
+    stamps.push_back(ts);
+    j.arrival_s = static_cast<double>(ts);  // made relative below
+    t.jobs.push_back(std::move(j));
+  }
+  if (!header) fail_input(path, 0, "empty file");
+  if (!stamps.empty()) {
+    const int64_t first = *std::min_element(stamps.begin(), stamps.end());
+    for (size_t i = 0; i < t.jobs.size(); ++i)
+      t.jobs[i].arrival_s = static_cast<double>(stamps[i] - first);
+  }
+}
+
+// ---- cellsched CSV ----------------------------------------------------------
+
+const char* const kCsvHeader =
+    "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command";
+
+// RFC 4180 fields of one line (no embedded newlines). False on a bad quote.
+bool split_csv(std::string_view line, std::vector<std::string>& out, std::string& err) {
+  out.clear();
+  size_t i = 0;
+  while (true) {
+    std::string field;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            field.push_back('"');
+            i += 2;
+          } else {
+            closed = true;
+            ++i;
+            break;
+          }
+        } else {
+          field.push_back(line[i++]);
+        }
+      }
+      if (!closed) {
+        err = "unterminated quoted field";
+        return false;
+      }
+      if (i < line.size() && line[i] != ',') {
+        err = "unexpected character after a quoted field";
+        return false;
+      }
+    } else {
+      while (i < line.size() && line[i] != ',') {
+        if (line[i] == '"') {
+          err = "quote inside an unquoted field";
+          return false;
+        }
+        field.push_back(line[i++]);
+      }
+    }
+    out.push_back(std::move(field));
+    if (i >= line.size()) return true;
+    ++i;  // the comma
+  }
+}
+
+void read_csv(const std::string& path, const std::vector<std::string_view>& lines, Trace& t) {
+  const auto header_fields = detail::split(kCsvHeader, ',');
+  long line_no = 0;
+  bool header = false;
+  std::vector<std::string> f;
+  std::string err;
+  for (std::string_view line : lines) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    Ctx c{path, line_no};
+    if (!split_csv(line, f, err)) c.fail(err);
+    if (!header) {
+      bool ok = f.size() == header_fields.size();
+      for (size_t i = 0; ok && i < f.size(); ++i) ok = trim(f[i]) == header_fields[i];
+      if (!ok) c.fail(std::string("expected the header '") + kCsvHeader + "'");
+      header = true;
+      continue;
+    }
+    if (f.size() != header_fields.size())
+      c.fail("expected " + std::to_string(header_fields.size()) + " fields, got " +
+             std::to_string(f.size()));
+    auto blank = [](const std::string& s) { return trim(s).empty(); };
+    Job j;
+    if (!blank(f[0]) && !detail::to_int(f[0])) c.fail("id must be an integer, got '" + f[0] + "'");
+    j.arrival_s = c.non_negative(f[1], "arrival_s");
+    j.job_type = f[2];
+    if (blank(j.job_type)) c.fail("empty job_type");
+    auto [model, batch] = split_job_type(j.job_type);
+    j.model = blank(f[3]) ? model : f[3];
+    j.batch_size = blank(f[4]) ? batch : c.non_negative_int(f[4], "batch_size");
+    j.total_iterations = c.positive(f[5], "iterations");
+    j.gpus = c.positive_int(f[6], "gpus");
+    j.weight = blank(f[7]) ? 1.0 : c.positive(f[7], "weight");
+    j.deadline_s = blank(f[8]) ? -1.0 : c.number(f[8], "deadline_s");
+    if (j.deadline_s < 0) j.deadline_s = -1;
+    j.duration_hint_s = blank(f[9]) ? -1.0 : c.number(f[9], "duration_s");
+    if (j.duration_hint_s < 0) j.duration_hint_s = -1;
+    j.command = split_argv(f[10]);
+    t.jobs.push_back(std::move(j));
+  }
+  if (!header) fail_input(path, 0, "empty file");
+}
+
+std::string csv_field(const std::string& s) {
+  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+  if (!quote) return s;
+  std::string r = "\"";
+  for (char ch : s) {
+    if (ch == '"') r += '"';
+    r += ch;
+  }
+  return r + "\"";
+}
+
+TraceFormat detect(const std::string& path, const std::vector<std::string_view>& lines) {
+  long line_no = 0;
+  for (std::string_view line : lines) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::string_view l = trim(line);
+    if (l.substr(0, 18) == "timestamp,duration") return TraceFormat::Philly;
+    if (l.substr(0, 12) == "id,arrival_s") return TraceFormat::Csv;
+    if (line.find('\t') != std::string_view::npos) {
+      const size_t n = detail::split(line, '\t').size();
+      if (n == 10) return TraceFormat::Gavel;
+      if (n == 7) return TraceFormat::GavelLegacy;
+      fail_input(path, line_no,
+                 "cannot tell the trace format: " + std::to_string(n) +
+                     " tab-separated fields (Gavel traces have 10, legacy ones 7)");
+    }
+    fail_input(path, line_no,
+               "cannot tell the trace format: expected a header 'id,arrival_s,...' (cellsched "
+               "CSV) or 'timestamp,duration,...' (Philly), or a tab-separated Gavel trace");
+  }
+  fail_input(path, 0, "empty file: cannot tell the trace format");
+}
+
+}  // namespace
+
+TraceFormat parse_trace_format(const std::string& name) {
+  const std::string n = detail::lower(trim(name));
+  if (n == "auto") return TraceFormat::Auto;
+  if (n == "gavel") return TraceFormat::Gavel;
+  if (n == "gavel-legacy") return TraceFormat::GavelLegacy;
+  if (n == "philly") return TraceFormat::Philly;
+  if (n == "csv") return TraceFormat::Csv;
+  throw InputError("unknown trace format '" + name +
+                   "' (known: auto, gavel, gavel-legacy, philly, csv)");
+}
+
+std::string to_string(TraceFormat format) {
+  switch (format) {
+    case TraceFormat::Auto: return "auto";
+    case TraceFormat::Gavel: return "gavel";
+    case TraceFormat::GavelLegacy: return "gavel-legacy";
+    case TraceFormat::Philly: return "philly";
+    case TraceFormat::Csv: return "csv";
+  }
+  return "auto";
+}
+
+Trace load_trace(const std::string& path, const TraceReadOptions& options) {
+  const std::string text = detail::read_file(path);
+  const auto lines = detail::split_lines(text);
+  TraceFormat format = options.format;
+  if (format == TraceFormat::Auto) format = detect(path, lines);
+  Trace t;
+  t.name = std::filesystem::path(path).filename().string();
+  t.source = path;
+  t.format = to_string(format);
+  switch (format) {
+    case TraceFormat::Gavel: read_gavel(path, lines, false, options, t); break;
+    case TraceFormat::GavelLegacy: read_gavel(path, lines, true, options, t); break;
+    case TraceFormat::Philly: read_philly(path, lines, options, t); break;
+    case TraceFormat::Csv: read_csv(path, lines, t); break;
+    case TraceFormat::Auto: break;
+  }
+  finish(t, options.limit);
+  return t;
+}
+
+void write_trace_csv(const Trace& trace, std::ostream& out) {
+  out << kCsvHeader << '\n';
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    const Job& j = trace.jobs[i];
+    out << j.id << ',' << detail::format_double(j.arrival_s) << ',' << csv_field(j.job_type) << ','
+        << csv_field(j.model) << ',' << j.batch_size << ','
+        << detail::format_double(j.total_iterations) << ',' << j.gpus << ','
+        << detail::format_double(j.weight) << ','
+        << (j.deadline_s >= 0 ? detail::format_double(j.deadline_s) : std::string()) << ','
+        << (j.duration_hint_s >= 0 ? detail::format_double(j.duration_hint_s) : std::string())
+        << ',' << csv_field(join_argv(j.command)) << '\n';
+  }
+}
+
+Trace generate_trace(const ThroughputTable& table, const GenerateOptions& options) {
+  if (options.jobs < 0) throw InputError("number of jobs must not be negative");
+  if (!(options.mean_interarrival_s >= 0) || !std::isfinite(options.mean_interarrival_s))
+    throw InputError("mean inter-arrival time must be a non-negative number");
+  const auto by_sf = types_by_scale(table, options.reference_gpu);
+  static const int kGpus[] = {1, 2, 4, 8};
+  static const double kCum[] = {0.70, 0.80, 0.95, 1.0};
+  for (int g : kGpus)
+    if (!by_sf.count(g))
+      throw InputError("throughput table" + (table.source.empty() ? "" : " " + table.source) +
+                       " has no job type measured at " + std::to_string(g) + " GPU(s) on '" +
+                       options.reference_gpu + "'");
+  Trace t;
+  t.name = "generated-" + std::to_string(options.jobs) + "-seed" + std::to_string(options.seed);
+  t.source = "generated";
+  t.format = "generated";
+  detail::Rng rng(options.seed);
+  double now = 0;
+  for (long i = 0; i < options.jobs; ++i) {
+    // Fixed draw order per job: gap, duration branch, duration exponent, GPUs, type.
+    const double gap = rng.exponential(options.mean_interarrival_s);
+    if (i > 0) now += gap;  // the first job arrives at t = 0
+    const bool short_job = rng.uniform() < 0.8;
+    const double exponent = short_job ? rng.uniform(1.5, 3.0) : rng.uniform(3.0, 4.0);
+    const double duration_s = 60.0 * std::pow(10.0, exponent);
+    const double u = rng.uniform();
+    int gpus = 8;
+    for (int k = 0; k < 4; ++k)
+      if (u < kCum[k]) {
+        gpus = kGpus[k];
+        break;
+      }
+    const auto& types = by_sf.at(gpus);
+    Job j;
+    j.id = i;
+    j.arrival_s = now;
+    j.job_type = types[rng.below(types.size())];
+    set_model_from_type(j);
+    j.gpus = gpus;
+    const double tp = *table.get(options.reference_gpu, j.job_type, gpus);
+    j.total_iterations = std::max(1.0, std::round(duration_s * tp));
+    j.duration_hint_s = duration_s;
+    t.jobs.push_back(std::move(j));
+  }
+  return t;
+}
+
+TraceSummary summarize(const Trace& trace) {
+  TraceSummary s;
+  s.jobs = static_cast<long>(trace.jobs.size());
+  if (trace.jobs.empty()) return s;
+  s.first_arrival_s = trace.jobs.front().arrival_s;
+  s.last_arrival_s = trace.jobs.front().arrival_s;
+  std::map<int, long> gpus;
+  std::map<std::string, long> types;
+  double dur_sum = 0;
+  long dur_n = 0;
+  for (const Job& j : trace.jobs) {
+    s.first_arrival_s = std::min(s.first_arrival_s, j.arrival_s);
+    s.last_arrival_s = std::max(s.last_arrival_s, j.arrival_s);
+    s.total_gpu_iterations += j.total_iterations * j.gpus;
+    ++gpus[j.gpus];
+    ++types[j.job_type];
+    if (j.duration_hint_s >= 0) {
+      dur_sum += j.duration_hint_s;
+      ++dur_n;
+    }
+  }
+  if (s.jobs > 1) s.mean_interarrival_s = (s.last_arrival_s - s.first_arrival_s) / (s.jobs - 1);
+  s.gpus_histogram.assign(gpus.begin(), gpus.end());
+  s.job_types.assign(types.begin(), types.end());
+  std::stable_sort(s.job_types.begin(), s.job_types.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (dur_n > 0) s.mean_duration_hint_s = dur_sum / dur_n;
+  return s;
+}
+
+}  // namespace cellsched

@@ -1,0 +1,64 @@
+// Trace readers, writer and the synthetic generator.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/throughput.h"
+
+namespace cellsched {
+
+enum class TraceFormat { Auto, Gavel, GavelLegacy, Philly, Csv };
+
+// "auto", "gavel", "gavel-legacy", "philly", "csv"; throws InputError otherwise.
+TraceFormat parse_trace_format(const std::string& name);
+std::string to_string(TraceFormat format);
+
+struct TraceReadOptions {
+  TraceFormat format = TraceFormat::Auto;  // Auto: by extension and first line
+  // Philly import: job types are drawn from this table (uniformly among the
+  // types measured at the job's scale factor, capped at the table's largest),
+  // deterministically from `seed`; iterations = duration x steps/s on
+  // `reference_gpu` at that scale factor, as Gavel builds its traces.
+  const ThroughputTable* table = nullptr;
+  std::string reference_gpu = "v100";
+  uint64_t seed = 0;
+  long limit = -1;  // read at most this many jobs (< 0: all)
+};
+
+// Reads a trace; throws InputError with `file:line:` on bad input.
+Trace load_trace(const std::string& path, const TraceReadOptions& options = {});
+
+// cellsched's own CSV format (documented in docs/formats.md):
+// header `id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command`
+// command is a space-joined argv in one quoted field (may be empty).
+void write_trace_csv(const Trace& trace, std::ostream& out);
+
+struct GenerateOptions {
+  long jobs = 100;                 // number of jobs
+  double mean_interarrival_s = 60; // Poisson arrivals (exponential gaps); 0 = all at t=0
+  uint64_t seed = 0;
+  std::string reference_gpu = "v100";
+  // Durations: 10^U(1.5,3) minutes with probability 0.8, else 10^U(3,4) minutes.
+  // GPUs: 1/2/4/8 with probabilities 0.70/0.10/0.15/0.05. Job type uniform
+  // among the table's types measured at that scale factor on reference_gpu.
+};
+
+// Gavel-style synthetic trace; seeded and reproducible (same options -> same trace).
+Trace generate_trace(const ThroughputTable& table, const GenerateOptions& options);
+
+struct TraceSummary {
+  long jobs = 0;
+  double first_arrival_s = 0, last_arrival_s = 0;
+  double mean_interarrival_s = 0;
+  double total_gpu_iterations = 0;
+  std::vector<std::pair<int, long>> gpus_histogram;       // (gpus, count), ascending
+  std::vector<std::pair<std::string, long>> job_types;    // (type, count), descending count
+  double mean_duration_hint_s = -1;                       // where durations are known
+};
+TraceSummary summarize(const Trace& trace);
+
+}  // namespace cellsched

@@ -1,0 +1,148 @@
+#include "db/schema.h"
+
+#include <iterator>
+#include <string>
+
+namespace cellsched::db::schema {
+
+namespace {
+
+struct Migration {
+  int version;      // the version the file has after this migration
+  const char* sql;  // run as one script inside the migration's transaction
+};
+
+// Append only: a released migration never changes, a change is a new one.
+// REAL columns stay nullable: SQLite stores NaN as NULL and the store reads
+// NULL back as NaN.
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE clusters (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE nodes (
+  cluster_id INTEGER NOT NULL REFERENCES clusters(id) ON DELETE CASCADE,
+  idx        INTEGER NOT NULL,
+  name       TEXT NOT NULL,
+  address    TEXT NOT NULL,
+  gpu_type   TEXT NOT NULL,
+  gpus       INTEGER NOT NULL,
+  PRIMARY KEY (cluster_id, idx)
+);
+CREATE TABLE traces (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL,
+  source     TEXT NOT NULL,
+  format     TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE jobs (
+  trace_id       INTEGER NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+  job_id         INTEGER NOT NULL,
+  idx            INTEGER NOT NULL,  -- position in the trace (sorted by arrival)
+  arrival_s      REAL,
+  job_type       TEXT NOT NULL,
+  model          TEXT NOT NULL,
+  batch_size     INTEGER NOT NULL,
+  iterations     REAL,
+  gpus           INTEGER NOT NULL,
+  weight         REAL,
+  deadline_s     REAL,
+  duration_s     REAL,
+  command        TEXT NOT NULL,     -- JSON array of strings
+  checkpoint_dir TEXT NOT NULL,
+  PRIMARY KEY (trace_id, job_id)
+);
+CREATE TABLE runs (
+  id           INTEGER PRIMARY KEY,
+  created_at   TEXT NOT NULL,
+  policy       TEXT NOT NULL,
+  trace_name   TEXT NOT NULL,
+  cluster_name TEXT NOT NULL,
+  cluster_gpus INTEGER NOT NULL,
+  throughputs  TEXT NOT NULL,
+  trace_id     INTEGER REFERENCES traces(id) ON DELETE SET NULL,
+  cluster_id   INTEGER REFERENCES clusters(id) ON DELETE SET NULL
+);
+CREATE TABLE run_params (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key    TEXT NOT NULL,
+  value  TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+CREATE TABLE run_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name   TEXT NOT NULL,
+  value  REAL
+);
+CREATE TABLE job_results (
+  run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id          INTEGER NOT NULL,
+  job_type        TEXT NOT NULL,
+  gpus            INTEGER NOT NULL,
+  arrival_s       REAL,
+  first_start_s   REAL,
+  completion_s    REAL,
+  gpu_seconds     REAL,
+  iterations_done REAL,
+  restarts        INTEGER NOT NULL
+);
+)sql"},
+    {2, R"sql(
+CREATE TABLE run_utilization (
+  run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t_s       REAL,
+  busy_gpus INTEGER NOT NULL
+);
+CREATE INDEX run_utilization_run ON run_utilization(run_id);
+CREATE INDEX job_results_run ON job_results(run_id);
+CREATE INDEX run_metrics_run ON run_metrics(run_id);
+)sql"},
+};
+
+static_assert(std::size(kMigrations) == Store::kSchemaVersion,
+              "one migration per schema version, the last one is kSchemaVersion");
+
+std::string too_new(const Connection& conn, int found, int supported) {
+  return conn.path() + ": database schema version " + std::to_string(found) +
+         " is newer than this build supports (version " + std::to_string(supported) +
+         "); use a newer cellsched";
+}
+
+bool has_user_tables(Connection& conn) {
+  Statement q(conn, "SELECT 1 FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' LIMIT 1");
+  return q.step();
+}
+
+}  // namespace
+
+int user_version(Connection& conn) {
+  Statement q(conn, "PRAGMA user_version");
+  return q.step() ? static_cast<int>(q.column_int64(0)) : 0;
+}
+
+void migrate(Connection& conn, int target) {
+  if (target < 0 || target > Store::kSchemaVersion) {
+    throw StoreError(conn.path() + ": unknown schema version " + std::to_string(target));
+  }
+  int found = user_version(conn);
+  if (found > target) throw StoreError(too_new(conn, found, target));
+  for (const Migration& m : kMigrations) {
+    if (m.version > target) break;
+    if (m.version <= found) continue;
+    Transaction tx(conn);  // BEGIN IMMEDIATE: we now hold the write lock
+    found = user_version(conn);  // another process may have migrated meanwhile
+    if (found >= m.version) continue;  // tx rolls back: nothing to do
+    if (found == 0 && has_user_tables(conn)) {
+      throw StoreError(conn.path() + ": not a cellsched database (it has tables but no schema version)");
+    }
+    conn.exec(m.sql);
+    conn.exec("PRAGMA user_version = " + std::to_string(m.version));
+    tx.commit();
+    found = m.version;
+  }
+}
+
+}  // namespace cellsched::db::schema

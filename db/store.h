@@ -1,0 +1,70 @@
+// The SQLite store: clusters, traces and jobs, runs with their metrics and
+// per-job results. One file, WAL, foreign keys, versioned schema with
+// migrations. sqlite3.h stays inside db/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/run.h"
+
+namespace cellsched::db {
+
+// A failure of the database itself (I/O, corruption, locked past the timeout).
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunSummary {
+  int64_t id = 0;
+  std::string created_at;
+  std::string policy;
+  std::string trace_name;
+  std::string cluster_name;
+  long jobs = 0, completed = 0;
+  double jct_mean_s = 0, ttd_s = 0, cru = 0, decision_mean_ms = 0;
+};
+
+class Store {
+ public:
+  // The schema version this build writes.
+  static constexpr int kSchemaVersion = 2;
+
+  // Opens (creating if missing) and migrates to kSchemaVersion. ":memory:" works.
+  // Throws StoreError; a file newer than this build is refused.
+  static Store open(const std::string& path);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  int schema_version() const;
+  const std::string& path() const;
+
+  // Each save is one transaction: all or nothing. Returns the new id.
+  int64_t save_cluster(const Cluster& cluster);
+  int64_t save_trace(const Trace& trace);
+  // Saves the run, its metrics, job results and utilization series; links the
+  // given trace and cluster ids (0 = none). Sets run.id and run.created_at.
+  int64_t save_run(RunRecord& run, int64_t trace_id = 0, int64_t cluster_id = 0);
+
+  std::optional<Cluster> load_cluster(int64_t id) const;
+  std::optional<Trace> load_trace(int64_t id) const;
+  std::optional<RunRecord> load_run(int64_t id) const;  // with jobs and utilization
+  std::vector<RunSummary> list_runs() const;            // newest first
+
+  struct Impl;
+
+ private:
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellsched::db

@@ -1,0 +1,64 @@
+#include "scheduler/oracle.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/cluster.h"
+#include "scheduler/policy.h"
+
+namespace cellsched {
+
+double TableOracle::lookup(const std::string& type, const std::string& job_type,
+                           int workers) const {
+  if (auto v = table_.get(type, job_type, workers)) return *v;
+  // Largest measured scale factor below `workers`, scaled linearly (per-worker
+  // throughput held constant beyond what was measured).
+  const std::vector<int> sfs = table_.scale_factors(type, job_type);
+  for (auto it = sfs.rbegin(); it != sfs.rend(); ++it) {
+    if (*it < workers) {
+      if (auto v = table_.get(type, job_type, *it)) return *v * workers / *it;
+    }
+  }
+  return 0;
+}
+
+double TableOracle::throughput(const Job& job, const std::string& gpu_type, int workers,
+                               bool consolidated) const {
+  if (workers <= 0) return 0;
+  const std::string key = job.job_type.empty() ? job.model : job.job_type;
+  auto by_type = [&](const std::string& type) -> double {
+    if (!consolidated && workers > 1) {
+      double v = lookup(type + "_unconsolidated", key, workers);
+      if (v > 0) return v;
+    }
+    return lookup(type, key, workers);
+  };
+  double v = by_type(gpu_type);
+  if (v > 0) return v;
+  const auto dash = gpu_type.find('-');
+  if (dash != std::string::npos) return by_type(gpu_type.substr(0, dash));
+  return 0;
+}
+
+double allocation_throughput(const ThroughputOracle& oracle, const Job& job,
+                             const Cluster& cluster, const std::vector<Placement>& workers) {
+  if (workers.empty()) return 0;
+  int total = 0;
+  for (const Placement& p : workers) total += p.gpus;
+  if (total <= 0) return 0;
+  bool consolidated = true;
+  for (const Placement& p : workers) consolidated = consolidated && p.node == workers[0].node;
+  // Per-worker throughput of each type used; the slowest sets the pace.
+  double per_worker = std::numeric_limits<double>::infinity();
+  std::vector<const std::string*> seen;
+  for (const Placement& p : workers) {
+    const std::string& type = cluster.nodes.at(p.node).gpu_type;
+    if (std::any_of(seen.begin(), seen.end(), [&](const std::string* s) { return *s == type; }))
+      continue;
+    seen.push_back(&type);
+    per_worker = std::min(per_worker, oracle.throughput(job, type, total, consolidated) / total);
+  }
+  return per_worker * total;
+}
+
+}  // namespace cellsched

@@ -1,0 +1,91 @@
+#include "scheduler/policy.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "scheduler/policies.h"
+
+namespace cellsched {
+
+int Allocation::gpus() const {
+  int n = 0;
+  for (const Placement& p : workers) n += p.gpus;
+  for (const auto& copy : copies)
+    for (const Placement& p : copy) n += p.gpus;
+  return n;
+}
+
+std::vector<std::string> policy_names() { return {"fifo", "yarn-cs"}; }
+
+std::unique_ptr<Policy> make_policy(const std::string& name) {
+  if (name == "fifo") return make_fifo();
+  if (name == "yarn-cs") return make_yarn_cs();
+  std::string known;
+  for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("unknown policy '" + name + "' (known: " + known + ")");
+}
+
+std::vector<int> free_gpus(const Cluster& cluster, const std::vector<Allocation>& allocations) {
+  std::vector<int> free(cluster.nodes.size());
+  for (size_t i = 0; i < free.size(); ++i) free[i] = cluster.nodes[i].gpus;
+  auto take = [&](const std::vector<Placement>& ps) {
+    for (const Placement& p : ps) free.at(p.node) -= p.gpus;
+  };
+  for (const Allocation& a : allocations) {
+    take(a.workers);
+    for (const auto& copy : a.copies) take(copy);
+  }
+  return free;
+}
+
+std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus) {
+  std::vector<Placement> out;
+  int left = gpus;
+  for (size_t n = 0; n < free.size() && left > 0; ++n) {
+    if (free[n] <= 0) continue;
+    const int take = std::min(free[n], left);
+    out.push_back({static_cast<int>(n), take});
+    left -= take;
+  }
+  if (left > 0) return {};
+  for (const Placement& p : out) free[p.node] -= p.gpus;
+  return out;
+}
+
+std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
+                                          const std::vector<char>* allowed) {
+  auto ok = [&](size_t n) { return free[n] > 0 && (!allowed || (*allowed)[n]); };
+  // One node: the tightest fit keeps large holes for large jobs.
+  int best = -1;
+  for (size_t n = 0; n < free.size(); ++n) {
+    if (ok(n) && free[n] >= gpus && (best < 0 || free[n] < free[best])) best = static_cast<int>(n);
+  }
+  if (best >= 0) {
+    free[best] -= gpus;
+    return {{best, gpus}};
+  }
+  // Several nodes: largest free first gives the fewest nodes.
+  std::vector<int> order;
+  long total = 0;
+  for (size_t n = 0; n < free.size(); ++n) {
+    if (ok(n)) {
+      order.push_back(static_cast<int>(n));
+      total += free[n];
+    }
+  }
+  if (total < gpus) return {};
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free[a] > free[b]; });
+  std::vector<Placement> out;
+  int left = gpus;
+  for (int n : order) {
+    if (left == 0) break;
+    const int take = std::min(free[n], left);
+    out.push_back({n, take});
+    left -= take;
+  }
+  for (const Placement& p : out) free[p.node] -= p.gpus;
+  return out;
+}
+
+}  // namespace cellsched

@@ -1,0 +1,82 @@
+// The interface every scheduling policy implements, and the state it sees.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/job.h"
+
+namespace cellsched {
+
+class ThroughputOracle;
+
+// `gpus` GPUs on node `node` (an index into Cluster::nodes).
+struct Placement {
+  int node = 0;
+  int gpus = 0;
+  friend bool operator==(const Placement&, const Placement&) = default;
+};
+
+// Where a job runs in one round. `workers` holds its gang (sums to job.gpus);
+// `copies` are extra forked copies (HadarE), each a gang of its own.
+struct Allocation {
+  std::vector<Placement> workers;
+  std::vector<std::vector<Placement>> copies;
+  bool empty() const { return workers.empty() && copies.empty(); }
+  int gpus() const;
+  friend bool operator==(const Allocation&, const Allocation&) = default;
+};
+
+// What the engine knows of an active (arrived, unfinished) job.
+struct JobState {
+  const Job* job = nullptr;
+  double remaining = 0;          // iterations left
+  double attained_gpu_s = 0;     // GPU-seconds received so far (Tiresias' service)
+  double executed_s = 0;         // wall seconds it has run
+  double first_start_s = -1;
+  double iterations_done = 0;
+  int restarts = 0;
+  Allocation current;            // last round's allocation (empty when waiting)
+  double throughput = 0;         // iterations/s on `current`
+};
+
+struct RoundContext {
+  double now = 0;                 // round start, seconds
+  double round_s = 360;
+  const Cluster* cluster = nullptr;
+  const ThroughputOracle* oracle = nullptr;
+  // Active jobs in arrival order.
+  const std::vector<JobState*>* jobs = nullptr;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+  // Fills `out[i]` with the allocation of (*ctx.jobs)[i] for this round. On
+  // entry `out[i]` holds the job's current allocation; an empty allocation
+  // means the job waits. The engine checks gang sizes and node capacities.
+  virtual void decide(const RoundContext& ctx, std::vector<Allocation>& out) = 0;
+};
+
+// Names of the policies this build provides, and a factory. Throws
+// InputError for an unknown name.
+std::vector<std::string> policy_names();
+std::unique_ptr<Policy> make_policy(const std::string& name);
+
+// Free GPUs per node after the allocations in `out` that are non-empty.
+std::vector<int> free_gpus(const Cluster& cluster, const std::vector<Allocation>& allocations);
+
+// Placement helpers shared by policies; each returns an empty vector when the
+// request does not fit, and never changes `free` unless it succeeds (then it
+// subtracts what it placed).
+// First fit in node order, any GPU type.
+std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus);
+// Fewest nodes: one node if any fits (the tightest), else largest free first.
+// `allowed` (optional, per node) restricts the nodes considered.
+std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
+                                          const std::vector<char>* allowed = nullptr);
+
+}  // namespace cellsched

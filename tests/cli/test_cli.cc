@@ -1,0 +1,194 @@
+// End-to-end tests of the `cellsched` binary: real processes, real files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cellsched-cli-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the binary with `args` (argv, no shell), in dir_.
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+
+  std::string examples(const std::string& rel) { return std::string(CELLSCHED_EXAMPLES) + "/" + rel; }
+  std::string db() { return (dir_ / "runs.db").string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpAndUnknownVerb) {
+  Result r = run({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("simulate"), std::string::npos);
+  r = run({"frobnicate"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown verb"), std::string::npos);
+  r = run({"simulate", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("--throughputs"), std::string::npos);
+  r = run({"simulate", "--bogus"});
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
+  Result r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"),
+                  "--cluster", examples("clusters/gavel-physical.yaml"), "--policy",
+                  "fifo,yarn-cs", "--db", db(), "--json", "--out", (dir_ / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["policy"], "fifo");
+  EXPECT_EQ(j["runs"][1]["policy"], "yarn-cs");
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["metrics"]["jobs"], 20);
+    EXPECT_EQ(run["metrics"]["completed"], 20);
+    EXPECT_GT(run["metrics"]["cru"].get<double>(), 0);
+    EXPECT_LE(run["metrics"]["cru"].get<double>(), 1);
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "jobs-fifo.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "utilization-yarn-cs.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "summary.csv"));
+
+  r = run({"db", "runs", "--db", db(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto runs = nlohmann::json::parse(r.out);
+  ASSERT_EQ(runs.size(), 2u);
+  r = run({"db", "show", std::to_string(runs[0]["id"].get<int64_t>()), "--db", db(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto shown = nlohmann::json::parse(r.out);
+  EXPECT_EQ(shown["jobs"].size(), 20u);
+  EXPECT_EQ(shown["policy"], "yarn-cs");  // newest first
+  r = run({"db", "show", "999", "--db", db()});
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
+  // A good run first, so the store has something to keep.
+  ASSERT_EQ(run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"),
+                 "--cluster", "v100:8,k80:8", "--policy", "fifo", "--db", db()})
+                .status,
+            0);
+  const auto before = cellsched::db::Store::open(db()).list_runs().size();
+  std::string good = slurp(examples("data/gavel/traces/small_test.trace"));
+  std::istringstream in(good);
+  std::string l1, l2;
+  std::getline(in, l1);
+  std::getline(in, l2);
+  const std::string bad = write("bad.trace", l1 + "\n" + l2 + "\nResNet-50\tnot enough fields\n");
+  Result r = run({"simulate", "--trace", bad, "--cluster", "v100:8", "--db", db()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+}
+
+TEST_F(Cli, BadClusterAndImpossibleCluster) {
+  const std::string yaml = write("c.yaml", "nodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n"
+                                           "  - {name: b, gpu_type: z999, gpus: 4}\n");
+  Result r = run({"cluster", yaml});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(yaml + ":3:"), std::string::npos) << r.err;
+  r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster",
+           "v100:1", "--no-db"});
+  EXPECT_EQ(r.status, 2);  // the trace has 2-GPU jobs
+  EXPECT_NE(r.err.find("asks for 2 GPUs"), std::string::npos) << r.err;
+  r = run({"simulate", "--trace", (dir_ / "missing.trace").string(), "--cluster", "v100:4",
+           "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("missing.trace"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TraceGenerateIsReproducibleAndConvertRoundTrips) {
+  Result a = run({"trace", "generate", "--jobs", "300", "--seed", "7", "--interarrival", "120"});
+  Result b = run({"trace", "generate", "--jobs", "300", "--seed", "7", "--interarrival", "120"});
+  Result c = run({"trace", "generate", "--jobs", "300", "--seed", "8", "--interarrival", "120"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  const std::string gen = write("gen.csv", a.out);
+  Result conv = run({"trace", "convert", gen});
+  ASSERT_EQ(conv.status, 0) << conv.err;
+  EXPECT_EQ(conv.out, a.out);
+  Result insp = run({"trace", "inspect", gen, "--json"});
+  ASSERT_EQ(insp.status, 0) << insp.err;
+  EXPECT_EQ(nlohmann::json::parse(insp.out)["jobs"], 300);
+}
+
+TEST_F(Cli, PhillyConvertsWithSeededJobTypes) {
+  Result a = run({"trace", "convert", examples("data/philly/philly.csv"), "--limit", "50",
+                  "--seed", "3"});
+  Result b = run({"trace", "convert", examples("data/philly/philly.csv"), "--limit", "50",
+                  "--seed", "3"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(std::count(a.out.begin(), a.out.end(), '\n'), 51);
+}
+
+TEST_F(Cli, GpusAndClusterShow) {
+  Result r = run({"gpus", "--json"});
+  ASSERT_EQ(r.status, 0);
+  EXPECT_GE(nlohmann::json::parse(r.out).size(), 13u);
+  r = run({"cluster", "v100:36,p100:36,k80:36", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto c = nlohmann::json::parse(r.out);
+  EXPECT_EQ(c["gpus"], 108);
+  EXPECT_EQ(c["nodes"].size(), 27u);
+  r = run({"cluster", examples("data/alibaba_pai_2020/pai_machine_spec.csv"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // P100 1,596 + T4 994 + V100M32 1,080 + V100 832 (MISC skipped by default).
+  EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], 1596 + 994 + 1080 + 832);
+}
+
+}  // namespace

@@ -1,0 +1,199 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "scheduler/engine.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policy.h"
+#include "tests/scheduler/fake_oracle.h"
+
+namespace cellsched {
+namespace {
+
+using testing::FakeOracle;
+using testing::make_job;
+
+Cluster two_nodes() {
+  Cluster c;
+  c.name = "a-v100x2,b-k80x2";
+  c.nodes = {{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}};
+  return c;
+}
+
+FakeOracle rates() {
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 5}};
+  return o;
+}
+
+Trace trace_of(std::vector<Job> jobs) {
+  Trace t;
+  t.name = "hand";
+  t.jobs = std::move(jobs);
+  return t;
+}
+
+const JobResult& result(const RunRecord& r, int64_t id) {
+  for (const JobResult& j : r.jobs)
+    if (j.job_id == id) return j;
+  throw std::runtime_error("no job");
+}
+
+TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 1}};
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  // 5000 iterations at 10 it/s: round 1 runs 360-30 s (3300 it), round 2 170 s.
+  const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 5000)}), c, o, *fifo, {});
+  const JobResult& j = result(r, 0);
+  EXPECT_DOUBLE_EQ(j.first_start_s, 0);
+  EXPECT_DOUBLE_EQ(j.completion_s, 530);
+  EXPECT_EQ(j.restarts, 1);
+  EXPECT_DOUBLE_EQ(j.gpu_seconds, 530);
+  EXPECT_DOUBLE_EQ(j.iterations_done, 5000);
+  EXPECT_DOUBLE_EQ(r.metrics.jct_mean_s, 530);
+  EXPECT_DOUBLE_EQ(r.metrics.ttd_s, 530);
+  EXPECT_DOUBLE_EQ(r.metrics.cru, 1.0);
+  EXPECT_EQ(r.metrics.rounds, 2);
+  ASSERT_EQ(r.utilization.size(), 2u);
+  EXPECT_EQ(r.utilization[1].busy_gpus, 1);
+}
+
+TEST(Engine, MidRoundArrivalWaitsForNextRound) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 2}};
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  SimOptions so;
+  so.restart_s = 0;
+  // Job 1 arrives at 100 s while job 0 runs; it starts at the 360 s round.
+  const RunRecord r =
+      simulate(trace_of({make_job(0, 0, 1, 7200), make_job(1, 100, 1, 1000)}), c, o, *fifo, so);
+  EXPECT_DOUBLE_EQ(result(r, 1).first_start_s, 360);
+  EXPECT_DOUBLE_EQ(result(r, 1).completion_s, 460);
+  EXPECT_DOUBLE_EQ(result(r, 1).queueing_s(), 260);
+  EXPECT_DOUBLE_EQ(result(r, 0).completion_s, 720);
+}
+
+TEST(Engine, IdleClusterJumpsToNextArrival) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 1}};
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  SimOptions so;
+  so.restart_s = 0;
+  const RunRecord r =
+      simulate(trace_of({make_job(0, 0, 1, 100), make_job(1, 100000, 1, 100)}), c, o, *fifo, so);
+  EXPECT_DOUBLE_EQ(result(r, 1).first_start_s, 100000);
+  EXPECT_DOUBLE_EQ(result(r, 1).completion_s, 100010);
+  EXPECT_EQ(r.metrics.rounds, 2);
+  EXPECT_DOUBLE_EQ(r.metrics.ttd_s, 100010);
+  // CRU = (10 + 10) GPU-s / (1 GPU x 100010 s)
+  EXPECT_NEAR(r.metrics.cru, 20.0 / 100010.0, 1e-15);
+}
+
+TEST(Engine, JobThatCanNeverRunEndsTheRunUnfinished) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 2}};
+  FakeOracle o;  // knows no GPU type: every throughput is 0
+  auto fifo = make_policy("fifo");
+  const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 10)}), c, o, *fifo, {});
+  EXPECT_FALSE(result(r, 0).finished());
+  EXPECT_EQ(r.metrics.completed, 0);
+  EXPECT_EQ(r.metrics.rounds, 1);
+}
+
+TEST(Engine, ImpossibleJobIsBadInput) {
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  try {
+    simulate(trace_of({make_job(0, 0, 5, 10)}), two_nodes(), o, *fifo, {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("asks for 5 GPUs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Engine, RefusesAPolicyThatBreaksAGang) {
+  struct Broken : Policy {
+    std::string name() const override { return "broken"; }
+    void decide(const RoundContext&, std::vector<Allocation>& out) override {
+      out[0].workers = {{0, 1}};  // the job needs 2
+    }
+  } broken;
+  const FakeOracle o = rates();
+  EXPECT_THROW(simulate(trace_of({make_job(0, 0, 2, 10)}), two_nodes(), o, broken, {}),
+               std::logic_error);
+}
+
+TEST(Engine, HorizonStopsEarly) {
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  SimOptions so;
+  so.horizon_s = 720;
+  const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 1e9)}), two_nodes(), o, *fifo, so);
+  EXPECT_EQ(r.metrics.rounds, 2);
+  EXPECT_EQ(r.metrics.completed, 0);
+}
+
+TEST(Engine, DeterministicForTheSameInput) {
+  std::vector<Job> jobs;
+  uint64_t x = 12345;
+  for (int i = 0; i < 200; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int gpus = 1 << ((x >> 33) % 3);
+    jobs.push_back(make_job(i, i * 50.0, gpus, 1000.0 + (x >> 40) % 50000));
+  }
+  const FakeOracle o = rates();
+  for (const char* name : {"fifo", "yarn-cs"}) {
+    auto p1 = make_policy(name), p2 = make_policy(name);
+    const RunRecord a = simulate(trace_of(jobs), two_nodes(), o, *p1, {});
+    const RunRecord b = simulate(trace_of(jobs), two_nodes(), o, *p2, {});
+    ASSERT_EQ(a.jobs.size(), b.jobs.size());
+    for (size_t i = 0; i < a.jobs.size(); ++i) {
+      EXPECT_EQ(a.jobs[i].completion_s, b.jobs[i].completion_s) << name << " job " << i;
+      EXPECT_EQ(a.jobs[i].gpu_seconds, b.jobs[i].gpu_seconds) << name << " job " << i;
+    }
+    EXPECT_EQ(a.metrics.completed, 200) << name;
+    EXPECT_EQ(a.metrics.ttd_s, b.metrics.ttd_s) << name;
+  }
+}
+
+TEST(Oracle, TableLookupsFallBackSensibly) {
+  ThroughputTable t;
+  t.set("v100", "ResNet-50 (batch size 64)", 1, 4.0);
+  t.set("v100", "ResNet-50 (batch size 64)", 2, 7.0);
+  t.set("v100_unconsolidated", "ResNet-50 (batch size 64)", 2, 5.0);
+  t.set("k80", "ResNet-50 (batch size 64)", 1, 1.0);
+  const TableOracle o(t);
+  Job j;
+  j.job_type = "ResNet-50 (batch size 64)";
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 1, true), 4.0);
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 2, true), 7.0);
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 2, false), 5.0);  // unconsolidated entry
+  EXPECT_DOUBLE_EQ(o.throughput(j, "k80", 2, false), 2.0);   // none: sf 1 scaled x2
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 8, true), 28.0);  // beyond measured: sf 2 x4
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100-32", 1, true), 4.0);  // family fallback
+  EXPECT_DOUBLE_EQ(o.throughput(j, "p100", 1, true), 0.0);
+  j.job_type = "Unknown";
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 1, true), 0.0);
+}
+
+TEST(Oracle, MixedAllocationRunsAtTheBottleneck) {
+  const Cluster c = two_nodes();
+  const FakeOracle o = rates();
+  Job j = make_job(0, 0, 3, 1);
+  // 2 V100 on a + 1 K80 on b: spread (x0.5), slowest per-worker rate 5 -> 3 x 5 x 0.5.
+  EXPECT_DOUBLE_EQ(allocation_throughput(o, j, c, {{0, 2}, {1, 1}}), 7.5);
+  // both on a: consolidated
+  j.gpus = 2;
+  EXPECT_DOUBLE_EQ(allocation_throughput(o, j, c, {{0, 2}}), 20.0);
+  EXPECT_DOUBLE_EQ(allocation_throughput(o, j, c, {}), 0.0);
+}
+
+}  // namespace
+}  // namespace cellsched
