@@ -16,6 +16,7 @@ namespace cellsched::cli {
 const std::vector<Verb>& verbs() {
   static const std::vector<Verb> v = {
       {"simulate", "replay a trace on a cluster under one or more policies", cmd_simulate},
+      {"sweep", "average JCT against input load over generated traces, with plots", cmd_sweep},
       {"trace", "generate, inspect or convert job traces", cmd_trace},
       {"cluster", "show a cluster (YAML node list, PAI machine list or shorthand)", cmd_cluster},
       {"gpus", "list the built-in GPU catalogue", cmd_gpus},

@@ -56,5 +56,6 @@ int cmd_trace(const std::vector<std::string>& args);
 int cmd_cluster(const std::vector<std::string>& args);
 int cmd_gpus(const std::vector<std::string>& args);
 int cmd_db(const std::vector<std::string>& args);
+int cmd_sweep(const std::vector<std::string>& args);
 
 }  // namespace cellsched::cli

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/plot.h"
 #include "cli/report.h"
 #include "core/cluster.h"
 #include "core/error.h"
@@ -32,7 +33,7 @@ std::vector<std::string> split_list(const std::string& s) {
 int cmd_simulate(const std::vector<std::string>& args) {
   po::options_description opt("simulate options");
   std::string trace_path, format, cluster_spec, throughputs, policies, db_path, out_dir, ref_gpu;
-  double round_s, restart_s, horizon_s;
+  double round_s, restart_s, horizon_s, fork_efficiency, consolidation_s;
   uint64_t seed;
   long limit;
   opt.add_options()
@@ -43,13 +44,16 @@ int cmd_simulate(const std::vector<std::string>& args) {
       ("policy", po::value(&policies)->default_value("fifo,yarn-cs"), "comma-separated policies")
       ("round", po::value(&round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
+      ("fork-efficiency", po::value(&fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
+      ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("horizon", po::value(&horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
       ("seed", po::value(&seed)->default_value(0), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
       ("limit", po::value(&limit)->default_value(-1), "read only the first N jobs of the trace")
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file the runs are stored in")
       ("no-db", "do not store the runs")
-      ("out", po::value(&out_dir), "write summary.csv, summary.json, jobs-<policy>.csv and utilization-<policy>.csv here")
+      ("out", po::value(&out_dir), "write summary.csv, summary.json, jobs-<policy>.csv, utilization-<policy>.csv and the plots here")
+      ("no-plots", "with --out: skip the PNG plots (jct_cdf.png, utilization.png)")
       ("json", "print JSON instead of the table");
   po::variables_map vm;
   if (!parse("cellsched simulate --trace F --cluster SPEC [options]", args, opt, {}, vm)) return 0;
@@ -74,6 +78,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   so.round_s = round_s;
   so.restart_s = restart_s;
   so.horizon_s = horizon_s;
+  so.fork_efficiency = fork_efficiency;
+  so.consolidation_s = consolidation_s;
   std::vector<RunRecord> runs;
   for (auto& policy : policy_objs) {
     if (stderr_is_tty()) {
@@ -96,7 +102,16 @@ int cmd_simulate(const std::vector<std::string>& args) {
     const int64_t trace_id = store.save_trace(trace);
     for (RunRecord& run : runs) store.save_run(run, trace_id, cluster_id);
   }
-  if (vm.count("out")) write_run_files(runs, out_dir);
+  if (vm.count("out")) {
+    write_run_files(runs, out_dir);
+    if (!vm.count("no-plots")) {
+      try {
+        write_plots(runs, out_dir);
+      } catch (const std::runtime_error& e) {
+        std::cerr << "cellsched simulate: plots skipped: " << e.what() << "\n";
+      }
+    }
+  }
   if (vm.count("json")) {
     std::cout << runs_to_json(runs).dump(2) << "\n";
   } else {

@@ -62,11 +62,35 @@ void check_allocations(const Policy& policy, const Cluster& cluster,
   }
 }
 
-double total_throughput(const ThroughputOracle& oracle, const Job& job, const Cluster& cluster,
-                        const Allocation& a) {
-  double x = allocation_throughput(oracle, job, cluster, a.workers);
-  for (const auto& copy : a.copies) x += allocation_throughput(oracle, job, cluster, copy);
-  return x;
+// One gang of a job in a round: its rate (iterations/s, a copy's already
+// scaled by the fork efficiency) and when in the round it starts training.
+struct Gang {
+  double rate = 0;
+  double start = 0;
+};
+
+// Seconds into the round at which the gangs together reach `work`
+// iterations, training until `end`; negative when they do not.
+double time_to_finish(std::vector<Gang> gangs, double work, double end) {
+  std::sort(gangs.begin(), gangs.end(), [](const Gang& x, const Gang& y) { return x.start < y.start; });
+  double done = 0, rate = 0, at = 0;
+  size_t g = 0;
+  while (at < end) {
+    while (g < gangs.size() && gangs[g].start <= at) rate += gangs[g++].rate;
+    const double until = g < gangs.size() ? std::min(gangs[g].start, end) : end;
+    if (rate > 0 && done + rate * (until - at) >= work) return at + (work - done) / rate;
+    done += rate * (until - at);
+    at = until;
+  }
+  return -1;
+}
+
+// Whether `gang` (the `index`-th gang of this round's allocation) was placed
+// exactly so last round; copies usually keep their order, so look there first.
+bool contains(const Allocation& a, const std::vector<Placement>& gang, size_t index) {
+  if (a.workers == gang) return true;
+  if (index >= 1 && index - 1 < a.copies.size() && a.copies[index - 1] == gang) return true;
+  return std::find(a.copies.begin(), a.copies.end(), gang) != a.copies.end();
 }
 
 }  // namespace
@@ -78,8 +102,6 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   if (options.restart_s < 0) throw InputError("restart overhead must not be negative");
   const int total_gpus = cluster.total_gpus();
   if (total_gpus <= 0) throw InputError("cluster '" + cluster.name + "' has no GPUs");
-  int largest_node = 0;
-  for (const Node& n : cluster.nodes) largest_node = std::max(largest_node, n.gpus);
   for (const Job& j : trace.jobs) {
     if (j.gpus > total_gpus)
       throw InputError(trace.name + ": job " + std::to_string(j.id) + " asks for " +
@@ -114,7 +136,31 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   run.params["round_s"] = fmt(options.round_s);
   run.params["restart_s"] = fmt(options.restart_s);
   if (options.horizon_s >= 0) run.params["horizon_s"] = fmt(options.horizon_s);
+  if (options.fork_efficiency != 1.0) run.params["fork_efficiency"] = fmt(options.fork_efficiency);
+  if (options.consolidation_s > 0) run.params["consolidation_s"] = fmt(options.consolidation_s);
+  if (options.fork_efficiency <= 0 || options.fork_efficiency > 1)
+    throw InputError("fork efficiency must be in (0, 1]");
+  if (options.consolidation_s < 0) throw InputError("consolidation time must not be negative");
 
+  std::vector<std::vector<double>> gang_rates(n);  // cached per-gang rates of `current`
+  // Rates of single-node gangs per job, [type][gpus] (lazy; < 0 = not yet
+  // asked): forked copies come and go every round, their rates do not.
+  const std::vector<std::string> types = cluster.gpu_types();
+  std::vector<size_t> node_type(cluster.nodes.size());
+  for (size_t i = 0; i < node_type.size(); ++i)
+    node_type[i] = static_cast<size_t>(
+        std::find(types.begin(), types.end(), cluster.nodes[i].gpu_type) - types.begin());
+  std::vector<std::vector<double>> single_rates(n);
+  auto gang_rate = [&](size_t job, const std::vector<Placement>& ps) {
+    const Job& j = trace.jobs[job];
+    if (ps.size() != 1 || ps[0].gpus > j.gpus) return allocation_throughput(oracle, j, cluster, ps);
+    std::vector<double>& memo = single_rates[job];
+    const size_t stride = static_cast<size_t>(j.gpus) + 1;
+    if (memo.empty()) memo.assign(types.size() * stride, -1.0);
+    double& r = memo[node_type[ps[0].node] * stride + static_cast<size_t>(ps[0].gpus)];
+    if (r < 0) r = allocation_throughput(oracle, j, cluster, ps);
+    return r;
+  };
   std::vector<double> decision_ms;
   std::vector<JobState*> active;
   std::vector<Allocation> out;
@@ -125,7 +171,11 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   const double restart = std::min(options.restart_s, options.round_s);
 
   while (true) {
-    while (next < n && trace.jobs[order[next]].arrival_s <= t) active.push_back(&states[order[next++]]);
+    while (next < n && trace.jobs[order[next]].arrival_s <= t) {
+      JobState* s = &states[order[next++]];
+      s->waiting_s = t - s->job->arrival_s;
+      active.push_back(s);
+    }
     if (active.empty()) {
       if (next >= n) break;
       t = trace.jobs[order[next]].arrival_s;
@@ -135,7 +185,7 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
 
     out.resize(active.size());
     for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-    RoundContext ctx{t, options.round_s, &cluster, &oracle, &active};
+    RoundContext ctx{t, options.round_s, &cluster, &oracle, &active, options.restart_s};
     const auto decide_start = Clock::now();
     policy.decide(ctx, out);
     decision_ms.push_back(seconds_since(decide_start) * 1e3);
@@ -145,52 +195,95 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
     bool progressing = false;
     for (size_t i = 0; i < active.size(); ++i) {
       JobState& s = *active[i];
-      JobResult& r = results[static_cast<size_t>(&s - states.data())];
-      if (out[i].empty()) {
+      const size_t idx = static_cast<size_t>(&s - states.data());
+      JobResult& r = results[idx];
+      std::vector<double>& rates = gang_rates[idx];
+      Allocation& a = out[i];
+      if (a.empty()) {
         s.current = Allocation{};
         s.throughput = 0;
+        s.last_round_iterations.clear();
+        rates.clear();
         continue;
       }
-      const bool changed = !(out[i] == s.current);
-      if (changed) {
-        s.current = std::move(out[i]);
-        s.throughput = total_throughput(oracle, *s.job, cluster, s.current);
-        ++s.restarts;
+      // Gangs new this round pay the restart overhead.
+      std::vector<Gang> gangs;
+      gangs.reserve(1 + a.copies.size());
+      bool any_new = false;
+      const bool changed = !(a == s.current);
+      if (changed) rates.clear();
+      auto add_gang = [&](const std::vector<Placement>& ps, double efficiency) {
+        const bool fresh = !contains(s.current, ps, gangs.size());
+        any_new = any_new || fresh;
+        if (rates.size() < gangs.size() + 1)
+          rates.push_back(efficiency * gang_rate(idx, ps));
+        gangs.push_back({rates[gangs.size()], fresh ? restart : 0.0});
+      };
+      if (a.workers.empty()) {  // copies only: the main slot trains nothing
+        if (rates.empty()) rates.push_back(0.0);
+        gangs.push_back({0.0, 0.0});
+      } else {
+        add_gang(a.workers, 1.0);
       }
+      for (const auto& copy : a.copies) add_gang(copy, options.fork_efficiency);
+      if (changed) s.current = std::move(a);
+      if (any_new) ++s.restarts;
+      s.throughput = 0;
+      for (const Gang& g : gangs) s.throughput += g.rate;
+
       if (s.first_start_s < 0) s.first_start_s = t;
-      const double overhead = changed ? restart : 0;
-      const int g = s.current.gpus();
-      const double x = s.throughput;
-      busy += g;
-      progressing = progressing || x > 0;
+      const double consolidation =
+          s.current.copies.empty() ? 0.0 : std::min(options.consolidation_s, options.round_s);
+      const double end = options.round_s - consolidation;
+      const double tau = time_to_finish(gangs, s.remaining, end);
+      const double trained_until = tau >= 0 ? tau : end;
+      s.last_round_iterations.assign(gangs.size(), 0.0);
+      double trained = 0;
+      for (size_t g = 0; g < gangs.size(); ++g) {
+        const double it = gangs[g].rate * std::max(0.0, trained_until - gangs[g].start);
+        s.last_round_iterations[g] = it;
+        trained += it;
+      }
+      const int gpus = s.current.gpus();
+      busy += gpus;
+      progressing = progressing || s.throughput > 0;
       double held;
-      if (x > 0 && s.remaining <= x * (options.round_s - overhead)) {
-        held = overhead + s.remaining / x;
+      if (tau >= 0) {
+        held = tau + consolidation;
         s.iterations_done += s.remaining;
         s.remaining = 0;
         r.completion_s = t + held;
         ++finished;
+        // Finished: keep its figures, drop its placements.
+        s.current = Allocation{};
+        std::vector<double>().swap(s.last_round_iterations);
+        std::vector<double>().swap(rates);
+        std::vector<double>().swap(single_rates[idx]);
       } else {
         held = options.round_s;
-        s.remaining -= x * (options.round_s - overhead);
-        s.iterations_done += x * (options.round_s - overhead);
+        s.remaining -= trained;
+        s.iterations_done += trained;
       }
       s.executed_s += held;
-      s.attained_gpu_s += g * held;
-      r.gpu_seconds += g * held;
+      s.attained_gpu_s += gpus * held;
+      s.waiting_s = 0;
+      ++s.rounds_run;
+      r.gpu_seconds += gpus * held;
     }
     if (options.record_utilization) run.utilization.push_back({t, busy});
     ++rounds;
     std::erase_if(active, [](const JobState* s) { return s->remaining <= 0; });
     if (options.progress) options.progress(t, finished, static_cast<long>(n));
 
+    double next_t = t + options.round_s;
     if (!progressing) {
       // Nothing runs: only an arrival can change the picture.
       if (next >= n) break;
-      t = std::max(t + options.round_s, trace.jobs[order[next]].arrival_s);
-    } else {
-      t += options.round_s;
+      next_t = std::max(next_t, trace.jobs[order[next]].arrival_s);
     }
+    for (JobState* s : active)
+      if (s->current.empty()) s->waiting_s += next_t - t;
+    t = next_t;
   }
 
   for (size_t i = 0; i < n; ++i) {

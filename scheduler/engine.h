@@ -14,7 +14,11 @@ class ThroughputOracle;
 
 struct SimOptions {
   double round_s = 360;          // round length
-  double restart_s = 30;         // paid in a round whose allocation differs from the last
+  double restart_s = 30;         // paid by each gang that is new in a round
+  // Forked jobs (HadarE): what one iteration of a copy is worth (0..1], and
+  // the seconds each round that has copies loses to consolidating them.
+  double fork_efficiency = 1.0;
+  double consolidation_s = 0;
   double horizon_s = -1;         // stop after this much simulated time (< 0: run to the end)
   bool record_utilization = true;
   // Called after each round with (now, finished jobs, total jobs); may be empty.
@@ -25,9 +29,13 @@ struct SimOptions {
 //  - Rounds start at the first arrival and follow every round_s. A job that
 //    arrives mid-round is first considered at the next round start. While no
 //    job is active the clock jumps to the next arrival.
-//  - A job whose allocation differs from the previous round's (a start, a
-//    move, a resize) runs nothing for min(restart_s, round_s) seconds of that
-//    round, holding its GPUs.
+//  - Each gang of a job (its workers, and each forked copy) that was not
+//    placed exactly so in the previous round (a start, a move, a resize)
+//    trains nothing for min(restart_s, round_s) seconds of that round,
+//    holding its GPUs. A job with copies also loses consolidation_s at the
+//    end of the round (the copies' weights are averaged), and a copy's
+//    iterations count fork_efficiency each; the job's remaining iterations
+//    fall by the sum over its gangs.
 //  - Progress within a round is throughput x time; a job completes at the
 //    exact moment its remaining iterations reach zero, and its GPUs become
 //    free at the next round start.

@@ -9,5 +9,25 @@ namespace cellsched {
 
 std::unique_ptr<Policy> make_fifo();
 std::unique_ptr<Policy> make_yarn_cs();
+// Gavel: max-min fairness, or min total duration when `makespan` (scheduler/gavel.h).
+std::unique_ptr<Policy> make_gavel(bool makespan);
+
+// Tiresias (discretized 2D-LAS, scheduler/tiresias.cc describes the rules).
+struct TiresiasOptions {
+  // Queue boundaries in attained GPU-seconds, increasing: k thresholds give
+  // k + 1 queues. Defaults: Q0 < 3250 <= Q1 < 7200 <= Q2.
+  std::vector<double> thresholds_gpu_s = {3250, 7200};
+  // A waiting job outside Q0 returns to Q0 once it has waited (since it last
+  // ran) this many times its executed wall time; <= 0 disables promotion.
+  double starvation_factor = 2.0;
+};
+std::unique_ptr<Policy> make_tiresias();
+// Throws InputError for thresholds that are not positive and increasing.
+std::unique_ptr<Policy> make_tiresias(TiresiasOptions options);
+std::unique_ptr<Policy> make_hadar();
+std::unique_ptr<Policy> make_hadare();
+// Hadar's price of the next GPU of a type with `capacity` GPUs of which
+// `given` are already given out this round: (u_min/2) (2 u_max/u_min)^(given/capacity).
+double hadar_price(double u_min, double u_max, int capacity, int given);
 
 }  // namespace cellsched

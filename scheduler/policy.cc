@@ -16,11 +16,16 @@ int Allocation::gpus() const {
   return n;
 }
 
-std::vector<std::string> policy_names() { return {"fifo", "yarn-cs"}; }
+std::vector<std::string> policy_names() { return {"fifo", "yarn-cs", "hadar", "hadare", "tiresias", "gavel", "gavel-makespan"}; }
 
 std::unique_ptr<Policy> make_policy(const std::string& name) {
   if (name == "fifo") return make_fifo();
   if (name == "yarn-cs") return make_yarn_cs();
+  if (name == "hadar") return make_hadar();
+  if (name == "hadare") return make_hadare();
+  if (name == "gavel") return make_gavel(false);
+  if (name == "gavel-makespan") return make_gavel(true);
+  if (name == "tiresias") return make_tiresias();
   std::string known;
   for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   throw InputError("unknown policy '" + name + "' (known: " + known + ")");

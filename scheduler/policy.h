@@ -36,10 +36,15 @@ struct JobState {
   double attained_gpu_s = 0;     // GPU-seconds received so far (Tiresias' service)
   double executed_s = 0;         // wall seconds it has run
   double first_start_s = -1;
+  double waiting_s = 0;          // seconds since it last ran (or since arrival)
   double iterations_done = 0;
+  int rounds_run = 0;            // rounds in which it held GPUs
   int restarts = 0;
   Allocation current;            // last round's allocation (empty when waiting)
-  double throughput = 0;         // iterations/s on `current`
+  double throughput = 0;         // iterations/s on `current` (copies included)
+  // Job tracker: iterations each gang trained in the last round; [0] is the
+  // main gang (0 when it had none), then one entry per copy.
+  std::vector<double> last_round_iterations;
 };
 
 struct RoundContext {
@@ -49,6 +54,7 @@ struct RoundContext {
   const ThroughputOracle* oracle = nullptr;
   // Active jobs in arrival order.
   const std::vector<JobState*>* jobs = nullptr;
+  double restart_s = 30;          // what an allocation change costs (SimOptions)
 };
 
 class Policy {

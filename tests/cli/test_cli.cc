@@ -191,4 +191,61 @@ TEST_F(Cli, GpusAndClusterShow) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], 1596 + 994 + 1080 + 832);
 }
 
+bool is_png(const fs::path& p) {
+  const std::string s = slurp(p);
+  return s.size() > 100 && s.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
+}
+
+TEST_F(Cli, SweepTabulatesJctAgainstLoadAndPlotsIt) {
+  const std::vector<std::string> base = {"sweep", "--rates", "2,6", "--jobs", "40", "--policy",
+                                         "fifo,yarn-cs", "--cluster", "v100:8,k80:8"};
+  std::vector<std::string> args = base;
+  for (const char* a : {"--out", "out", "--json"}) args.push_back(a);
+  Result r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["results"].size(), 4u);  // 2 policies x 2 rates
+  EXPECT_EQ(doc["window"]["first_job"], 4);  // 0.1 x 40
+  EXPECT_EQ(doc["window"]["last_job"], 35);  // below 0.9 x 40
+  for (const auto& cell : doc["results"]) {
+    EXPECT_EQ(cell["window_jobs"], 32);
+    EXPECT_GT(cell["avg_jct_s"].get<double>(), 0);
+  }
+  EXPECT_DOUBLE_EQ(doc["results"][2]["mean_interarrival_s"].get<double>(), 600);
+  EXPECT_TRUE(is_png(dir_ / "out" / "jct_vs_load.png"));
+  EXPECT_TRUE(is_png(dir_ / "out" / "rate-2" / "jct_cdf.png"));
+  EXPECT_TRUE(is_png(dir_ / "out" / "rate-6" / "utilization.png"));
+  const std::string csv = slurp(dir_ / "out" / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "out" / "sweep.json")), doc);
+
+  // The table: one row per policy, one column per rate; same seed, same numbers.
+  r = run(base);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 jobs/h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6 jobs/h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("yarn-cs"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, SweepRejectsBadRatesAndWindows) {
+  for (const std::string rates : {"2,x", "0", "-1", "", "4,4"}) {
+    const Result r = run({"sweep", "--rates", rates, "--jobs", "10", "--out", "out"});
+    EXPECT_EQ(r.status, 2) << rates << ": " << r.err;
+    EXPECT_NE(r.err.find("--rates"), std::string::npos) << r.err;
+  }
+  Result r = run({"sweep", "--jobs", "10", "--window-start", "0.9", "--window-end", "0.1"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  r = run({"sweep", "--jobs", "10", "--policy", "nope"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(Cli, SweepWithoutGnuplotSaysWhatToInstall) {
+  setenv("CELLSCHED_GNUPLOT", "/nonexistent/gnuplot", 1);
+  const Result r = run({"sweep", "--rates", "2", "--jobs", "10", "--out", "out"});
+  unsetenv("CELLSCHED_GNUPLOT");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("gnuplot-nox"), std::string::npos) << r.err;
+}
+
 }  // namespace

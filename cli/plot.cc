@@ -1,0 +1,283 @@
+#include "cli/plot.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <locale>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/error.h"
+
+extern char** environ;
+
+namespace cellsched::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kInstallHint = "install it with: sudo apt-get install gnuplot-nox";
+constexpr size_t kMaxSeriesPoints = 2000;
+
+bool executable(const std::string& path) {
+  struct stat st{};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         ::access(path.c_str(), X_OK) == 0;
+}
+
+// A gnuplot single-quoted string: only '' needs escaping; control characters
+// are dropped.
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "''";
+    else if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "'";
+}
+
+fs::path make_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(dir + ": cannot create directory: " + ec.message());
+  fs::path abs = fs::absolute(dir, ec);
+  if (ec) throw InputError(dir + ": " + ec.message());
+  return abs;
+}
+
+std::ofstream open_out(const fs::path& p) {
+  std::ofstream f(p);
+  if (!f) throw InputError(p.string() + ": cannot write");
+  f.imbue(std::locale::classic());
+  f.precision(10);
+  return f;
+}
+
+void close_out(std::ofstream& f, const fs::path& p) {
+  f.close();
+  if (!f) throw InputError(p.string() + ": write failed");
+}
+
+void check_png(const fs::path& png) {
+  std::error_code ec;
+  if (!fs::exists(png, ec) || fs::file_size(png, ec) == 0)
+    throw std::runtime_error("gnuplot wrote no " + png.string());
+}
+
+const char* kTerminal = "set terminal pngcairo noenhanced size 1000,640 font 'sans,11'\n";
+
+}  // namespace
+
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("CELLSCHED_GNUPLOT"); env && *env) {
+    if (executable(env)) return env;
+    throw std::runtime_error(std::string("gnuplot not found at $CELLSCHED_GNUPLOT=") + env + "; " +
+                             kInstallHint);
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string d;
+  while (std::getline(dirs, d, ':')) {
+    const std::string candidate = (d.empty() ? std::string(".") : d) + "/gnuplot";
+    if (executable(candidate)) return candidate;
+  }
+  throw std::runtime_error(std::string("gnuplot not found on PATH; ") + kInstallHint);
+}
+
+void run_gnuplot(const std::string& script_path) {
+  const std::string exe = find_gnuplot();
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);  // gnuplot's messages come back here
+  std::string arg0 = exe, arg1 = script_path;
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw std::runtime_error("cannot run " + exe + ": " + std::strerror(rc) + "; " + kInstallHint);
+  }
+  std::string messages;
+  char buf[4096];
+  while (true) {
+    const ssize_t got = ::read(fds[0], buf, sizeof buf);
+    if (got > 0) {
+      if (messages.size() < 16384) messages.append(buf, static_cast<size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!messages.empty() && std::isspace(static_cast<unsigned char>(messages.back())))
+      messages.pop_back();
+    throw std::runtime_error("gnuplot failed on " + script_path +
+                             (messages.empty() ? std::string() : ":\n" + messages) +
+                             "\n(gnuplot-nox provides the pngcairo terminal used here)");
+  }
+}
+
+void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
+  const fs::path d = make_dir(dir);
+  const fs::path cdf_dat = d / "jct_cdf.dat", util_dat = d / "utilization.dat";
+  const fs::path script = d / "plots.gp";
+
+  // CDF of JCT: (hours, fraction of finished jobs), one block per run.
+  std::vector<std::string> cdf_titles;
+  std::vector<int> cdf_blocks;
+  {
+    std::ofstream f = open_out(cdf_dat);
+    int block = 0;
+    for (const RunRecord& r : runs) {
+      std::vector<double> h;
+      for (const JobResult& j : r.jobs)
+        if (j.finished()) h.push_back(std::max(j.jct_s(), 1.0) / 3600.0);  // log axis: >= 1 s
+      if (h.empty()) continue;
+      std::sort(h.begin(), h.end());
+      f << "# " << r.policy << ": JCT hours, fraction of finished jobs\n";
+      f << h.front() << " 0\n";
+      for (size_t i = 0; i < h.size(); ++i)
+        f << h[i] << " " << static_cast<double>(i + 1) / static_cast<double>(h.size()) << "\n";
+      f << "\n\n";
+      cdf_titles.push_back(r.policy);
+      cdf_blocks.push_back(block++);
+    }
+    close_out(f, cdf_dat);
+  }
+
+  // Utilization: (hours, busy / total), averaged over buckets of rounds.
+  std::vector<std::string> util_titles;
+  std::vector<int> util_blocks;
+  {
+    std::ofstream f = open_out(util_dat);
+    int block = 0;
+    for (const RunRecord& r : runs) {
+      const auto& u = r.utilization;
+      if (u.empty() || r.cluster_gpus <= 0) continue;
+      const size_t k = (u.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;  // rounds per point
+      f << "# " << r.policy << ": hours, busy GPUs / " << r.cluster_gpus << " (mean of " << k
+        << " rounds a point)\n";
+      for (size_t i = 0; i < u.size(); i += k) {
+        const size_t end = std::min(u.size(), i + k);
+        double busy = 0;
+        for (size_t j = i; j < end; ++j) busy += u[j].busy_gpus;
+        busy /= static_cast<double>(end - i);
+        f << u[i].t_s / 3600.0 << " " << busy / r.cluster_gpus << "\n";
+      }
+      f << "\n\n";
+      util_titles.push_back(r.policy);
+      util_blocks.push_back(block++);
+    }
+    close_out(f, util_dat);
+  }
+
+  auto series = [](const fs::path& dat, const std::vector<int>& blocks,
+                   const std::vector<std::string>& titles, const char* style) {
+    std::string s;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      s += (i ? ", \\\n     " : "plot ") + quote(dat.string()) + " index " +
+           std::to_string(blocks[i]) + " using 1:2 " + style + " title " + quote(titles[i]);
+    }
+    return s.empty() ? std::string("plot NaN notitle") : s;
+  };
+
+  {
+    std::ofstream f = open_out(script);
+    f << kTerminal;
+    f << "set output " << quote((d / "jct_cdf.png").string()) << "\n"
+      << "set title 'CDF of job completion time'\n"
+      << "set xlabel 'JCT (hours, log scale)'\nset ylabel 'fraction of finished jobs'\n"
+      << "set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n";
+    if (cdf_blocks.empty())
+      f << "set xrange [0.1:10]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n";
+    f << series(cdf_dat, cdf_blocks, cdf_titles, "with steps lw 2") << "\n";
+    f << "unset label 1\nunset logscale x\nset autoscale x\n"
+      << "set output " << quote((d / "utilization.png").string()) << "\n"
+      << "set title 'GPU utilization'\n"
+      << "set xlabel 'time (hours)'\nset ylabel 'busy GPUs / total'\n"
+      << "set yrange [0:1.05]\nset key top right\n";
+    if (util_blocks.empty())
+      f << "set xrange [0:1]\nset label 1 'no rounds recorded' at graph 0.5,0.5 center\n";
+    f << series(util_dat, util_blocks, util_titles, "with steps lw 1.5") << "\n";
+    f << "unset output\n";
+    close_out(f, script);
+  }
+  run_gnuplot(script.string());
+  check_png(d / "jct_cdf.png");
+  check_png(d / "utilization.png");
+}
+
+void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& dir) {
+  const fs::path d = make_dir(dir);
+  const fs::path dat = d / "jct_vs_load.dat", script = d / "jct_vs_load.gp";
+  // Policies in order of first appearance, each with its points by load.
+  std::vector<std::string> policies;
+  std::map<std::string, std::vector<std::pair<double, double>>> by_policy;
+  for (const LoadPoint& p : points) {
+    if (!by_policy.count(p.policy)) policies.push_back(p.policy);
+    auto& v = by_policy[p.policy];
+    if (p.avg_jct_s >= 0) v.emplace_back(p.jobs_per_hour, p.avg_jct_s / 3600.0);
+  }
+  std::vector<std::string> titles;
+  std::vector<int> blocks;
+  {
+    std::ofstream f = open_out(dat);
+    int block = 0;
+    for (const std::string& name : policies) {
+      auto& v = by_policy[name];
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      f << "# " << name << ": load (jobs/hour), average JCT (hours)\n";
+      for (const auto& [load, jct] : v) f << load << " " << jct << "\n";
+      f << "\n\n";
+      titles.push_back(name);
+      blocks.push_back(block++);
+    }
+    close_out(f, dat);
+  }
+  {
+    std::ofstream f = open_out(script);
+    f << kTerminal << "set output " << quote((d / "jct_vs_load.png").string()) << "\n"
+      << "set title 'Average JCT against input load'\n"
+      << "set xlabel 'input load (jobs/hour)'\nset ylabel 'average JCT (hours)'\n"
+      << "set grid\nset key top left\nset yrange [0:*]\n";
+    if (blocks.empty()) {
+      f << "set xrange [0:1]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n"
+        << "plot NaN notitle\n";
+    } else {
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        f << (i ? ", \\\n     " : "plot ") << quote(dat.string()) << " index " << blocks[i]
+          << " using 1:2 with linespoints lw 2 pt 7 title " << quote(titles[i]);
+      }
+      f << "\n";
+    }
+    f << "unset output\n";
+    close_out(f, script);
+  }
+  run_gnuplot(script.string());
+  check_png(d / "jct_vs_load.png");
+}
+
+}  // namespace cellsched::cli

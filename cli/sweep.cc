@@ -1,0 +1,284 @@
+// `cellsched sweep`: average JCT against input load, as in Gavel's evaluation.
+//
+// For each arrival rate r (jobs/hour) a Gavel-style continuous trace is
+// generated (generate_trace: Poisson arrivals with mean gap 3600 / r s, the
+// same --seed at every rate, so the job mix is the same and only the load
+// changes) and replayed under each policy. Like Gavel, the average JCT is
+// taken over a steady-state window of jobs, which leaves out the ramp-up
+// (an empty cluster) and the drain (no more arrivals): with N jobs sorted by
+// id (= arrival order), job i is in the window when
+// window_start x N <= i < window_end x N.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cli/plot.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/throughput.h"
+#include "core/trace_io.h"
+#include "scheduler/engine.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policy.h"
+
+namespace cellsched::cli {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+std::vector<double> parse_rates(const std::string& s) {
+  std::vector<double> rates;
+  for (const std::string& item : split_commas(s)) {
+    double v = 0;
+    size_t used = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || !std::isfinite(v) || v <= 0)
+      throw InputError("--rates: '" + item + "' is not a positive number of jobs per hour");
+    if (std::find(rates.begin(), rates.end(), v) != rates.end())
+      throw InputError("--rates: " + item + " appears twice");
+    rates.push_back(v);
+  }
+  if (rates.empty()) throw InputError("--rates: no rate given (e.g. --rates 2,4,6,8)");
+  return rates;
+}
+
+// "2", "2.5": compact, for labels and directory names.
+std::string rate_label(double r) {
+  std::ostringstream o;
+  o << r;
+  return o.str();
+}
+
+struct Cell {
+  std::string policy;
+  double rate = 0;            // jobs/hour
+  long window_jobs = 0, window_finished = 0;
+  double avg_jct_s = -1;      // over the finished jobs of the window; < 0: none
+  RunRecord run;
+};
+
+nlohmann::json cell_json(const Cell& c) {
+  const RunMetrics& m = c.run.metrics;
+  nlohmann::json j = {{"policy", c.policy},
+                      {"rate_per_hour", c.rate},
+                      {"mean_interarrival_s", 3600.0 / c.rate},
+                      {"window_jobs", c.window_jobs},
+                      {"window_finished", c.window_finished},
+                      {"jobs", m.jobs},
+                      {"completed", m.completed},
+                      {"jct_mean_s", m.jct_mean_s},
+                      {"jct_p99_s", m.jct_p99_s},
+                      {"ttd_s", m.ttd_s},
+                      {"cru", m.cru},
+                      {"decision_mean_ms", m.decision_mean_ms},
+                      {"rounds", m.rounds},
+                      {"wall_s", m.wall_s}};
+  j["avg_jct_s"] = c.avg_jct_s >= 0 ? nlohmann::json(c.avg_jct_s) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  po::options_description opt("sweep options");
+  std::string rates_arg, cluster_spec, throughputs, policies, out_dir, ref_gpu;
+  long jobs;
+  uint64_t seed;
+  double round_s, restart_s, window_start, window_end;
+  opt.add_options()
+      ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
+      ("jobs", po::value(&jobs)->default_value(500), "jobs per generated trace")
+      ("seed", po::value(&seed)->default_value(0), "trace generator seed (the same at every rate)")
+      ("policy", po::value(&policies)->default_value("fifo,yarn-cs,tiresias"), "comma-separated policies")
+      ("cluster", po::value(&cluster_spec)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
+      ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
+      ("reference-gpu", po::value(&ref_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
+      ("round", po::value(&round_s)->default_value(360), "round length, seconds")
+      ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
+      ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
+      ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
+      ("out", po::value(&out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
+      ("json", "print JSON instead of the table");
+  po::variables_map vm;
+  if (!parse("cellsched sweep [--rates 2,4,6,8] [--jobs N] [--policy P,...] [options]", args, opt,
+             {}, vm))
+    return 0;
+
+  // Everything is checked before anything runs.
+  const std::vector<double> rates = parse_rates(rates_arg);
+  if (jobs <= 0) throw InputError("--jobs must be positive");
+  if (!(window_start >= 0 && window_start < window_end && window_end <= 1))
+    throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
+  const long first = static_cast<long>(std::ceil(window_start * jobs - 1e-9));
+  const long last = static_cast<long>(std::ceil(window_end * jobs - 1e-9));  // exclusive
+  if (last <= first)
+    throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
+                     ") of " + std::to_string(jobs) + " jobs holds no job");
+  const std::vector<std::string> names = split_commas(policies);
+  if (names.empty()) throw InputError("--policy: no policy named");
+  for (size_t i = 0; i < names.size(); ++i) {
+    make_policy(names[i]);  // unknown names fail here
+    if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
+      throw InputError("--policy: " + names[i] + " appears twice");
+  }
+  const Cluster cluster = load_cluster(cluster_spec);
+  const ThroughputTable table = load_gavel_throughputs(throughputs);
+  const TableOracle oracle(table);
+  if (vm.count("out")) find_gnuplot();  // fail before the long part
+
+  SimOptions so;
+  so.round_s = round_s;
+  so.restart_s = restart_s;
+  std::vector<Cell> cells;
+  const bool tty = stderr_is_tty();
+  for (size_t ri = 0; ri < rates.size(); ++ri) {
+    GenerateOptions g;
+    g.jobs = jobs;
+    g.mean_interarrival_s = 3600.0 / rates[ri];
+    g.seed = seed;
+    g.reference_gpu = ref_gpu;
+    Trace trace = generate_trace(table, g);
+    trace.name = "generated-" + rate_label(rates[ri]) + "jph-" + std::to_string(jobs) + "-seed" +
+                 std::to_string(seed);
+    for (const std::string& name : names) {
+      auto policy = make_policy(name);  // fresh state for every run
+      if (tty) {
+        const std::string label = "rate " + rate_label(rates[ri]) + "/h (" +
+                                  std::to_string(ri + 1) + "/" + std::to_string(rates.size()) +
+                                  "), " + name;
+        so.progress = [label, shown = -1L](double, long done, long total) mutable {
+          if (done == shown) return;  // one line per completion, not per round
+          shown = done;
+          std::cerr << "\r" << label << ": " << done << "/" << total << " jobs done   "
+                    << std::flush;
+        };
+      }
+      Cell c;
+      c.policy = name;
+      c.rate = rates[ri];
+      c.run = simulate(trace, cluster, oracle, *policy, so);
+      c.run.params["seed"] = std::to_string(seed);
+      c.run.params["rate_per_hour"] = rate_label(rates[ri]);
+      // Window over job ids (dense from 0 in arrival order).
+      std::vector<JobResult> by_id = c.run.jobs;
+      std::sort(by_id.begin(), by_id.end(),
+                [](const JobResult& a, const JobResult& b) { return a.job_id < b.job_id; });
+      double sum = 0;
+      for (long i = first; i < last && i < static_cast<long>(by_id.size()); ++i) {
+        ++c.window_jobs;
+        if (!by_id[i].finished()) continue;
+        ++c.window_finished;
+        sum += by_id[i].jct_s();
+      }
+      if (c.window_finished > 0) c.avg_jct_s = sum / static_cast<double>(c.window_finished);
+      cells.push_back(std::move(c));
+    }
+  }
+  if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r" << std::flush;
+
+  nlohmann::json doc = {{"jobs", jobs},
+                        {"seed", seed},
+                        {"cluster", cluster.name},
+                        {"cluster_gpus", cluster.total_gpus()},
+                        {"throughputs", oracle.source()},
+                        {"round_s", round_s},
+                        {"restart_s", restart_s},
+                        {"rates_per_hour", rates},
+                        {"policies", names},
+                        {"window",
+                         {{"start", window_start},
+                          {"end", window_end},
+                          {"first_job", first},
+                          {"last_job", last - 1}}}};
+  nlohmann::json results = nlohmann::json::array();
+  for (const Cell& c : cells) results.push_back(cell_json(c));
+  doc["results"] = results;
+
+  if (vm.count("out")) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
+    const fs::path d(out_dir);
+    {
+      std::ofstream f(d / "sweep.csv");
+      if (!f) throw InputError((d / "sweep.csv").string() + ": cannot write");
+      f.precision(10);
+      f << "policy,rate_per_hour,mean_interarrival_s,window_jobs,window_finished,avg_jct_s,"
+           "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru\n";
+      for (const Cell& c : cells) {
+        const RunMetrics& m = c.run.metrics;
+        f << c.policy << "," << c.rate << "," << 3600.0 / c.rate << "," << c.window_jobs << ","
+          << c.window_finished << ",";
+        if (c.avg_jct_s >= 0) f << c.avg_jct_s;
+        f << "," << m.jobs << "," << m.completed << "," << m.jct_mean_s << "," << m.jct_p99_s
+          << "," << m.ttd_s << "," << m.cru << "\n";
+      }
+      if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
+    }
+    {
+      std::ofstream f(d / "sweep.json");
+      if (!(f << doc.dump(2) << "\n")) throw InputError((d / "sweep.json").string() + ": cannot write");
+    }
+    std::vector<LoadPoint> points;
+    for (const Cell& c : cells) points.push_back({c.policy, c.rate, c.avg_jct_s});
+    plot_jct_vs_load(points, out_dir);
+    for (double r : rates) {
+      std::vector<RunRecord> runs;
+      for (const Cell& c : cells)
+        if (c.rate == r) runs.push_back(c.run);
+      write_plots(runs, (d / ("rate-" + rate_label(r))).string());
+    }
+  }
+
+  if (vm.count("json")) {
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "sweep: " << jobs << " generated jobs per rate (seed " << seed << "), cluster "
+            << cluster.name << " (" << cluster.total_gpus() << " GPUs), round " << round_s
+            << " s, restart " << restart_s << " s\n"
+            << "average JCT in hours over jobs " << first << ".." << last - 1
+            << " (window " << window_start << "-" << window_end << " of job ids)\n\n";
+  std::vector<std::string> header = {"policy"};
+  for (double r : rates) header.push_back(rate_label(r) + " jobs/h");
+  Table t(header);
+  for (const std::string& name : names) {
+    std::vector<std::string> row = {name};
+    for (double r : rates) {
+      for (const Cell& c : cells) {
+        if (c.policy != name || c.rate != r) continue;
+        std::string v = hours(c.avg_jct_s);
+        if (c.window_finished < c.window_jobs)
+          v += " (" + std::to_string(c.window_jobs - c.window_finished) + " unfinished)";
+        row.push_back(v);
+      }
+    }
+    t.add(row);
+  }
+  t.print(std::cout);
+  if (vm.count("out")) std::cout << "\nwrote " << out_dir << "/{sweep.csv,sweep.json,jct_vs_load.png}\n";
+  return 0;
+}
+
+}  // namespace cellsched::cli

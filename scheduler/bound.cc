@@ -1,0 +1,194 @@
+#include "scheduler/bound.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "scheduler/lp.h"
+#include "scheduler/oracle.h"
+
+namespace cellsched {
+namespace {
+
+// Boundaries (relative release times) of at most `m` intervals: the first
+// release, then half by job count (quantiles), half evenly in time, each
+// snapped down to a release time so that those jobs keep their exact release.
+std::vector<double> interval_starts(std::vector<double> releases, int m) {
+  std::sort(releases.begin(), releases.end());
+  std::vector<double> distinct = releases;
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (static_cast<int>(distinct.size()) <= m) return distinct;
+  std::vector<double> b = {distinct.front()};
+  const int by_count = std::max(1, (m - 1) / 2), by_time = m - 1 - by_count;
+  const size_t n = releases.size();
+  for (int q = 1; q <= by_count; ++q)
+    b.push_back(releases[std::min(n - 1, static_cast<size_t>(static_cast<double>(q) * n / (by_count + 1)))]);
+  const double lo = distinct.front(), hi = distinct.back();
+  for (int q = 1; q <= by_time; ++q) {
+    const double t = lo + (hi - lo) * q / (by_time + 1);
+    b.push_back(*(std::upper_bound(distinct.begin(), distinct.end(), t) - 1));
+  }
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+}  // namespace
+
+double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
+                            const ThroughputOracle& oracle, int max_intervals, bool forking) {
+  if (max_intervals < 1) throw std::invalid_argument("makespan_lower_bound: max_intervals < 1");
+  if (trace.jobs.empty()) return 0;
+  const std::vector<std::string> types = cluster.gpu_types();
+  const size_t K = types.size();
+  std::vector<double> cap(K);
+  for (size_t k = 0; k < K; ++k) cap[k] = cluster.gpus_of_type(types[k]);
+  double first = std::numeric_limits<double>::infinity();
+  for (const Job& j : trace.jobs) first = std::min(first, j.arrival_s);
+
+  // Per-GPU rates per job (cached by what a throughput table keys on).
+  std::map<std::tuple<std::string, std::string, int>, std::vector<double>> cache;
+  auto rates_of = [&](const Job& job) -> const std::vector<double>& {
+    auto key = std::make_tuple(job.job_type, job.model, job.gpus);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    std::vector<double> r(K, 0.0);
+    for (size_t k = 0; k < K; ++k) {
+      for (int c = forking ? 1 : job.gpus; c <= job.gpus; ++c) {
+        const double v = std::max(oracle.throughput(job, types[k], c, true),
+                                  oracle.throughput(job, types[k], c, false));
+        if (v > 0 && std::isfinite(v)) r[k] = std::max(r[k], v / c);
+      }
+    }
+    return cache.emplace(key, std::move(r)).first->second;
+  };
+
+  struct Item {
+    const std::vector<double>* rate;
+    double release;
+    double work;
+    int gpus;
+  };
+  std::vector<Item> items;
+  std::vector<double> releases;
+  double t_min = 0;  // T >= release + best isolated time
+  for (const Job& j : trace.jobs) {
+    if (j.total_iterations <= 0 || j.gpus <= 0) continue;
+    const std::vector<double>& r = rates_of(j);
+    double best = 0;  // iterations/s the job can reach at most
+    for (size_t k = 0; k < K; ++k)
+      best = forking ? best + cap[k] * r[k] : std::max(best, j.gpus * r[k]);
+    if (best <= 0) continue;
+    const double rel = j.arrival_s - first;
+    t_min = std::max(t_min, rel + j.total_iterations / best);
+    items.push_back({&r, rel, j.total_iterations, j.gpus});
+    releases.push_back(rel);
+  }
+  if (items.empty()) return 0;
+
+  const std::vector<double> b = interval_starts(releases, max_intervals);
+  const int m = static_cast<int>(b.size());
+  auto bucket = [&](double rel) {
+    return static_cast<int>(std::upper_bound(b.begin(), b.end(), rel) - b.begin()) - 1;
+  };
+
+  // Classes: same per-GPU rates and (without forking) the same gang size.
+  struct Class {
+    std::vector<double> work;  // released per interval
+    std::vector<double> jobs;  // jobs released per interval
+    const std::vector<double>* rate = nullptr;
+    int gpus = 0;
+  };
+  std::map<std::pair<const std::vector<double>*, int>, size_t> class_of;
+  std::vector<Class> classes;
+  for (const Item& it : items) {
+    const auto key = std::make_pair(it.rate, forking ? 0 : it.gpus);
+    auto [pos, fresh] = class_of.emplace(key, classes.size());
+    if (fresh) {
+      Class c;
+      c.work.assign(m, 0.0);
+      c.jobs.assign(m, 0.0);
+      c.rate = it.rate;
+      c.gpus = it.gpus;
+      classes.push_back(std::move(c));
+    }
+    Class& c = classes[pos->second];
+    const int i = bucket(it.release);
+    c.work[i] += it.work;
+    c.jobs[i] += 1;
+  }
+
+  // Time unit U keeps the LP well scaled: g in GPU-U, T' = T / U.
+  const double U = std::max(1.0, std::max(b.back(), t_min) / 1000.0);
+  auto len = [&](int i) { return (b[i + 1] - b[i]) / U; };
+  LinearProgram lp;
+  const int T = lp.add_var(1.0, std::max(b.back(), t_min) / U, kLpInf);
+  std::vector<std::vector<int>> cap_cols(K * m);  // per (k, i)
+  for (const Class& c : classes) {
+    double total = 0;
+    for (double w : c.work) total += w;
+    int start = 0;
+    while (c.work[start] <= 0) ++start;
+    double cum = 0, jobs = 0;
+    int prev_done = -1;
+    for (int i = start; i < m; ++i) {
+      cum += c.work[i];
+      jobs += c.jobs[i];
+      // done_i = share of the class's work done by the end of interval i.
+      const bool last = i == m - 1;
+      const int done = lp.add_var(0.0, last ? 1.0 : 0.0, std::min(1.0, cum / total));
+      std::vector<int> cols = {done};
+      std::vector<double> vals = {1.0};
+      if (prev_done >= 0) {
+        cols.push_back(prev_done);
+        vals.push_back(-1.0);
+      }
+      std::vector<int> par_cols;
+      for (size_t k = 0; k < K; ++k) {
+        if ((*c.rate)[k] <= 0) continue;
+        const int g = lp.add_var(0.0);
+        cols.push_back(g);
+        vals.push_back(-(*c.rate)[k] * U / total);
+        par_cols.push_back(g);
+        cap_cols[k * m + i].push_back(g);
+      }
+      lp.add_row(0.0, 0.0, cols, vals);  // done_i = done_{i-1} + work in i
+      prev_done = done;
+      if (!forking) {  // at most W GPUs per job released so far
+        const double par = c.gpus * jobs;
+        std::vector<double> ones(par_cols.size(), 1.0);
+        if (!last) {
+          lp.add_row(-kLpInf, par * len(i), par_cols, ones);
+        } else {
+          par_cols.push_back(T);
+          ones.push_back(-par);
+          lp.add_row(-kLpInf, -par * b[i] / U, par_cols, ones);
+        }
+      }
+    }
+  }
+  for (size_t k = 0; k < K; ++k) {
+    for (int i = 0; i < m; ++i) {
+      std::vector<int>& cols = cap_cols[k * m + i];
+      if (cols.empty()) continue;
+      std::vector<double> ones(cols.size(), 1.0);
+      if (i < m - 1) {
+        lp.add_row(-kLpInf, cap[k] * len(i), cols, ones);
+      } else {
+        cols.push_back(T);
+        ones.push_back(-cap[k]);
+        lp.add_row(-kLpInf, -cap[k] * b[i] / U, cols, ones);
+      }
+    }
+  }
+  const LpSolution sol = solve_lp(lp);
+  // A hair below the LP optimum, so that solver tolerances never lift it above.
+  return std::max(sol.x[T] * U * (1 - 1e-9), t_min);
+}
+
+}  // namespace cellsched

@@ -1,0 +1,330 @@
+// Gavel (Narayanan et al., OSDI 2020): heterogeneity-aware allocation LPs and
+// the round mechanism that realises their time fractions.
+#include "scheduler/gavel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "scheduler/lp.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policies.h"
+
+namespace cellsched {
+namespace {
+
+void check_problem(const GavelProblem& p, bool need_weight, bool need_remaining) {
+  const size_t n = p.throughput.size();
+  if (p.gpus.size() != n || (need_weight && p.weight.size() != n) ||
+      (need_remaining && p.remaining.size() != n))
+    throw std::invalid_argument("GavelProblem: per-job vectors differ in size");
+  for (const auto& row : p.throughput)
+    if (row.size() != p.capacity.size())
+      throw std::invalid_argument("GavelProblem: throughput row size != number of GPU types");
+}
+
+// Whether job j can run on type k at all.
+bool usable(const GavelProblem& p, size_t j, size_t k) {
+  return p.throughput[j][k] > 0 && p.gpus[j] > 0 && p.gpus[j] <= p.capacity[k];
+}
+
+}  // namespace
+
+GavelAllocation gavel_max_min_fairness(const GavelProblem& p) {
+  check_problem(p, true, false);
+  const size_t n = p.throughput.size(), K = p.capacity.size();
+  GavelAllocation out;
+  out.x.assign(n, std::vector<double>(K, 0.0));
+  std::vector<size_t> in;  // jobs in the LP
+  for (size_t j = 0; j < n; ++j) {
+    bool any = false;
+    for (size_t k = 0; k < K; ++k) any = any || usable(p, j, k);
+    if (any) in.push_back(j);
+  }
+  if (in.empty()) return out;
+  const double share = 1.0 / static_cast<double>(in.size());
+
+  LinearProgram lp;
+  lp.maximize = true;
+  const int t = lp.add_var(1.0, 0.0, kLpInf);
+  std::vector<std::vector<int>> var(n, std::vector<int>(K, -1));
+  std::vector<std::vector<int>> type_cols(K);
+  std::vector<std::vector<double>> type_vals(K);
+  for (size_t j : in) {
+    double x_eq = 0;
+    for (size_t k = 0; k < K; ++k)
+      if (usable(p, j, k)) x_eq += share * p.capacity[k] * p.throughput[j][k] / p.gpus[j];
+    const double w = p.weight[j] > 0 ? p.weight[j] : 1.0;
+    std::vector<int> cols = {t};
+    std::vector<double> vals = {-1.0};
+    std::vector<int> row_cols;
+    for (size_t k = 0; k < K; ++k) {
+      if (!usable(p, j, k)) continue;
+      var[j][k] = lp.add_var(0.0, 0.0, 1.0);
+      cols.push_back(var[j][k]);
+      vals.push_back(p.throughput[j][k] / (w * x_eq));
+      row_cols.push_back(var[j][k]);
+      type_cols[k].push_back(var[j][k]);
+      type_vals[k].push_back(p.gpus[j]);
+    }
+    lp.add_row(0.0, kLpInf, cols, vals);                                  // normalized >= t
+    lp.add_row(-kLpInf, 1.0, row_cols, std::vector<double>(row_cols.size(), 1.0));  // time
+  }
+  for (size_t k = 0; k < K; ++k)
+    if (!type_cols[k].empty()) lp.add_row(-kLpInf, p.capacity[k], type_cols[k], type_vals[k]);
+
+  const LpSolution sol = solve_lp(lp);
+  out.objective = sol.x[t];
+  for (size_t j : in)
+    for (size_t k = 0; k < K; ++k)
+      if (var[j][k] >= 0) out.x[j][k] = std::clamp(sol.x[var[j][k]], 0.0, 1.0);
+  return out;
+}
+
+GavelAllocation gavel_min_total_duration(const GavelProblem& p) {
+  check_problem(p, false, true);
+  const size_t n = p.throughput.size(), K = p.capacity.size();
+  GavelAllocation out;
+  out.x.assign(n, std::vector<double>(K, 0.0));
+  std::vector<size_t> in;
+  double scale = 0;  // seconds: the longest isolated time, to keep the LP well scaled
+  for (size_t j = 0; j < n; ++j) {
+    double best = 0;
+    for (size_t k = 0; k < K; ++k)
+      if (usable(p, j, k)) best = std::max(best, p.throughput[j][k]);
+    if (best > 0 && p.remaining[j] > 0) {
+      in.push_back(j);
+      scale = std::max(scale, p.remaining[j] / best);
+    }
+  }
+  if (in.empty()) return out;
+
+  // Variables in units of `scale` seconds: y' = y / scale, T' = T / scale.
+  LinearProgram lp;
+  const int T = lp.add_var(1.0, 0.0, kLpInf);
+  std::vector<std::vector<int>> var(n, std::vector<int>(K, -1));
+  std::vector<std::vector<int>> type_cols(K);
+  std::vector<std::vector<double>> type_vals(K);
+  for (size_t j : in) {
+    std::vector<int> work_cols, time_cols = {T};
+    std::vector<double> work_vals, time_vals = {-1.0};
+    for (size_t k = 0; k < K; ++k) {
+      if (!usable(p, j, k)) continue;
+      var[j][k] = lp.add_var(0.0, 0.0, kLpInf);
+      work_cols.push_back(var[j][k]);
+      work_vals.push_back(p.throughput[j][k] * scale / p.remaining[j]);
+      time_cols.push_back(var[j][k]);
+      time_vals.push_back(1.0);
+      type_cols[k].push_back(var[j][k]);
+      type_vals[k].push_back(p.gpus[j]);
+    }
+    lp.add_row(1.0, kLpInf, work_cols, work_vals);  // finishes its remaining work
+    lp.add_row(-kLpInf, 0.0, time_cols, time_vals);  // sum_k y <= T
+  }
+  for (size_t k = 0; k < K; ++k) {
+    if (type_cols[k].empty()) continue;
+    type_cols[k].push_back(T);
+    type_vals[k].push_back(-static_cast<double>(p.capacity[k]));
+    lp.add_row(-kLpInf, 0.0, type_cols[k], type_vals[k]);  // sum_j W_j y <= C_k T
+  }
+  const LpSolution sol = solve_lp(lp);
+  const double t = sol.x[T];
+  out.objective = t * scale;
+  if (t > 0)
+    for (size_t j : in)
+      for (size_t k = 0; k < K; ++k)
+        if (var[j][k] >= 0) out.x[j][k] = std::clamp(sol.x[var[j][k]] / t, 0.0, 1.0);
+  return out;
+}
+
+namespace {
+
+// The round mechanism (Gavel section 5). Each job tracks the seconds it has
+// received on each GPU type since it became active; each round (job, type)
+// pairs are served in descending priority x[j][k] / (received_k / elapsed)
+// (infinite when it has received nothing there yet but x > 0), each job at
+// most once, with W_j GPUs of one type on the fewest nodes. Jobs whose LP
+// share is 0 on a type fill what is left afterwards (work conservation).
+class Gavel final : public Policy {
+ public:
+  explicit Gavel(bool makespan) : makespan_(makespan) {}
+  std::string name() const override { return makespan_ ? "gavel-makespan" : "gavel"; }
+
+  void decide(const RoundContext& ctx, std::vector<Allocation>& out) override {
+    const Cluster& cluster = *ctx.cluster;
+    const auto& jobs = *ctx.jobs;
+    if (ctx.now < last_now_ || cluster_ != &cluster) reset(cluster);
+    last_now_ = ctx.now;
+    const size_t K = types_.size();
+
+    // Track new jobs, forget departed ones; re-solve when the set changed.
+    std::vector<int64_t> ids;
+    ids.reserve(jobs.size());
+    for (const JobState* s : jobs) ids.push_back(s->job->id);
+    std::vector<int64_t> sorted_ids = ids;
+    std::sort(sorted_ids.begin(), sorted_ids.end());
+    if (sorted_ids != lp_jobs_) {
+      std::unordered_map<int64_t, Track> kept;
+      for (const JobState* s : jobs) {
+        auto it = track_.find(s->job->id);
+        if (it != track_.end()) {
+          kept.emplace(s->job->id, std::move(it->second));
+        } else {
+          Track t;
+          t.first_seen = ctx.now;
+          t.received.assign(K, 0.0);
+          t.throughput.assign(K, 0.0);
+          for (size_t k = 0; k < K; ++k)
+            if (s->job->gpus <= capacity_[k])
+              t.throughput[k] = ctx.oracle->throughput(*s->job, types_[k], s->job->gpus, true);
+          kept.emplace(s->job->id, std::move(t));
+        }
+      }
+      track_ = std::move(kept);
+      solve(jobs);
+      lp_jobs_ = std::move(sorted_ids);
+    }
+
+    // Candidate (job, type) pairs by descending priority.
+    struct Pair {
+      int job;
+      int type;
+      double priority;
+      double x;
+    };
+    std::vector<Pair> pairs;
+    std::vector<Track*> tracks(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Track& t = track_.at(jobs[i]->job->id);
+      tracks[i] = &t;
+      const double elapsed = ctx.now - t.first_seen;
+      for (size_t k = 0; k < K; ++k) {
+        if (t.throughput[k] <= 0) continue;
+        double prio = 0;
+        if (t.x[k] > 0) {
+          prio = (t.received[k] <= 0 || elapsed <= 0)
+                     ? std::numeric_limits<double>::infinity()
+                     : t.x[k] / (t.received[k] / elapsed);
+        }
+        pairs.push_back({static_cast<int>(i), static_cast<int>(k), prio, t.x[k]});
+      }
+    }
+    std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      return a.x > b.x;  // then arrival order (stable)
+    });
+
+    // 1. Which jobs run on which type, counting GPUs per type.
+    std::vector<int> type_free = capacity_;
+    std::vector<int> chosen(jobs.size(), -1);
+    for (const Pair& p : pairs) {
+      if (p.priority <= 0) break;
+      const int w = jobs[p.job]->job->gpus;
+      if (chosen[p.job] >= 0 || type_free[p.type] < w) continue;
+      chosen[p.job] = p.type;
+      type_free[p.type] -= w;
+    }
+
+    // 2. Place them: first the jobs that stay where they are, then the rest
+    // on the fewest nodes of their type, in priority order.
+    std::vector<int> free(cluster.nodes.size());
+    for (size_t n = 0; n < free.size(); ++n) free[n] = cluster.nodes[n].gpus;
+    std::vector<Allocation> prev(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      prev[i] = std::move(out[i]);
+      out[i] = Allocation{};
+    }
+    std::vector<char> placed(jobs.size(), 0);
+    type_free = capacity_;
+    auto keep = [&](size_t i, int k) {
+      const Allocation& a = prev[i];
+      if (a.workers.empty() || !a.copies.empty()) return false;
+      for (const Placement& p : a.workers)
+        if (node_type_[p.node] != k || free[p.node] < p.gpus) return false;
+      for (const Placement& p : a.workers) free[p.node] -= p.gpus;
+      out[i].workers = a.workers;
+      return true;
+    };
+    auto take = [&](size_t i, int k) {
+      const int w = jobs[i]->job->gpus;
+      if (placed[i] || type_free[k] < w) return;
+      if (!keep(i, k)) {
+        std::vector<Placement> ps = place_fewest_nodes(free, w, &type_mask_[k]);
+        if (ps.empty()) return;
+        out[i].workers = std::move(ps);
+      }
+      placed[i] = 1;
+      type_free[k] -= w;
+      tracks[i]->received[k] += ctx.round_s;
+    };
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (chosen[i] >= 0 && keep(i, chosen[i])) {
+        placed[i] = 1;
+        type_free[chosen[i]] -= jobs[i]->job->gpus;
+        tracks[i]->received[chosen[i]] += ctx.round_s;
+      }
+    for (const Pair& p : pairs)
+      if (chosen[p.job] == p.type) take(p.job, p.type);
+    // 3. Work conservation: what is still free goes to the remaining pairs,
+    // in the same order (zero-share pairs last).
+    for (const Pair& p : pairs) take(p.job, p.type);
+  }
+
+ private:
+  struct Track {
+    double first_seen = 0;
+    std::vector<double> received;    // seconds received per type
+    std::vector<double> throughput;  // X[j][k] (0 where it cannot run)
+    std::vector<double> x;           // LP share per type
+  };
+
+  void reset(const Cluster& cluster) {
+    cluster_ = &cluster;
+    track_.clear();
+    lp_jobs_.clear();
+    types_ = cluster.gpu_types();
+    capacity_.assign(types_.size(), 0);
+    node_type_.assign(cluster.nodes.size(), 0);
+    type_mask_.assign(types_.size(), std::vector<char>(cluster.nodes.size(), 0));
+    for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+      const int k = static_cast<int>(
+          std::find(types_.begin(), types_.end(), cluster.nodes[n].gpu_type) - types_.begin());
+      node_type_[n] = k;
+      capacity_[k] += cluster.nodes[n].gpus;
+      type_mask_[k][n] = 1;
+    }
+  }
+
+  void solve(const std::vector<JobState*>& jobs) {
+    GavelProblem p;
+    p.capacity = capacity_;
+    for (const JobState* s : jobs) {
+      const Track& t = track_.at(s->job->id);
+      p.throughput.push_back(t.throughput);
+      p.gpus.push_back(s->job->gpus);
+      p.weight.push_back(s->job->weight);
+      p.remaining.push_back(s->remaining);
+    }
+    const GavelAllocation a = makespan_ ? gavel_min_total_duration(p) : gavel_max_min_fairness(p);
+    for (size_t i = 0; i < jobs.size(); ++i) track_.at(jobs[i]->job->id).x = a.x[i];
+  }
+
+  bool makespan_;
+  const Cluster* cluster_ = nullptr;
+  double last_now_ = -std::numeric_limits<double>::infinity();
+  std::vector<std::string> types_;
+  std::vector<int> capacity_;
+  std::vector<int> node_type_;
+  std::vector<std::vector<char>> type_mask_;
+  std::unordered_map<int64_t, Track> track_;
+  std::vector<int64_t> lp_jobs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_gavel(bool makespan) { return std::make_unique<Gavel>(makespan); }
+
+}  // namespace cellsched

@@ -1,0 +1,100 @@
+// The only file that includes COIN-OR CLP.
+#include "scheduler/lp.h"
+
+#include <cmath>
+
+#include "ClpSimplex.hpp"
+#include "CoinPackedMatrix.hpp"
+
+namespace cellsched {
+
+int LinearProgram::add_var(double cost_coef, double lower, double upper) {
+  cost.push_back(cost_coef);
+  col_lower.push_back(lower);
+  col_upper.push_back(upper);
+  return num_vars() - 1;
+}
+
+int LinearProgram::add_row(double lower, double upper, const std::vector<int>& cols,
+                           const std::vector<double>& values) {
+  if (cols.size() != values.size()) throw LpError("failed", "LP row: cols and values differ in size");
+  const int row = num_rows();
+  row_lower.push_back(lower);
+  row_upper.push_back(upper);
+  for (size_t i = 0; i < cols.size(); ++i) add_entry(row, cols[i], values[i]);
+  return row;
+}
+
+void LinearProgram::add_entry(int row, int col, double value) {
+  entry_row.push_back(row);
+  entry_col.push_back(col);
+  entry_value.push_back(value);
+}
+
+namespace {
+
+double to_clp(double v) {
+  if (v == kLpInf) return COIN_DBL_MAX;
+  if (v == -kLpInf) return -COIN_DBL_MAX;
+  return v;
+}
+
+std::vector<double> to_clp(const std::vector<double>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_clp(v[i]);
+  return out;
+}
+
+}  // namespace
+
+LpSolution solve_lp(const LinearProgram& lp) {
+  const int n = lp.num_vars(), m = lp.num_rows();
+  if (lp.col_lower.size() != static_cast<size_t>(n) || lp.col_upper.size() != static_cast<size_t>(n) ||
+      lp.row_upper.size() != static_cast<size_t>(m) || lp.entry_col.size() != lp.entry_row.size() ||
+      lp.entry_value.size() != lp.entry_row.size())
+    throw LpError("failed", "LP: inconsistent sizes");
+  for (size_t e = 0; e < lp.entry_row.size(); ++e) {
+    if (lp.entry_row[e] < 0 || lp.entry_row[e] >= m || lp.entry_col[e] < 0 ||
+        lp.entry_col[e] >= n || !std::isfinite(lp.entry_value[e]))
+      throw LpError("failed", "LP: bad matrix entry " + std::to_string(e));
+  }
+  for (int j = 0; j < n; ++j)
+    if (lp.col_lower[j] > lp.col_upper[j])
+      throw LpError("infeasible", "LP infeasible: variable " + std::to_string(j) + " has lower > upper");
+  for (int i = 0; i < m; ++i)
+    if (lp.row_lower[i] > lp.row_upper[i])
+      throw LpError("infeasible", "LP infeasible: row " + std::to_string(i) + " has lower > upper");
+
+  CoinPackedMatrix matrix(true, lp.entry_row.data(), lp.entry_col.data(), lp.entry_value.data(),
+                          static_cast<CoinBigIndex>(lp.entry_row.size()));
+  matrix.setDimensions(m, n);
+  const std::vector<double> collb = to_clp(lp.col_lower), colub = to_clp(lp.col_upper);
+  const std::vector<double> rowlb = to_clp(lp.row_lower), rowub = to_clp(lp.row_upper);
+
+  ClpSimplex model;
+  model.setLogLevel(0);
+  model.loadProblem(matrix, collb.data(), colub.data(), lp.cost.data(), rowlb.data(),
+                    rowub.data());
+  model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
+  model.initialSolve();  // presolve + dual simplex
+
+  switch (model.status()) {
+    case 0:
+      break;
+    case 1:
+      throw LpError("infeasible", "LP infeasible");
+    case 2:
+      throw LpError("unbounded", "LP unbounded");
+    default:
+      throw LpError("failed", "LP solver stopped with status " + std::to_string(model.status()) +
+                                  "/" + std::to_string(model.secondaryStatus()));
+  }
+  LpSolution sol;
+  const double* x = model.primalColumnSolution();
+  sol.x.assign(x, x + n);
+  sol.objective = model.objectiveValue();
+  sol.iterations = model.numberIterations();
+  return sol;
+}
+
+}  // namespace cellsched

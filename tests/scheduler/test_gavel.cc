@@ -1,0 +1,319 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/engine.h"
+#include "scheduler/gavel.h"
+#include "scheduler/lp.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policy.h"
+#include "tests/scheduler/fake_oracle.h"
+
+namespace cellsched {
+namespace {
+
+using testing::make_job;
+
+// Per-job-type, per-GPU-type per-worker rates (the shared FakeOracle has one
+// rate per GPU type for every job).
+class JobTypeOracle : public ThroughputOracle {
+ public:
+  std::map<std::string, std::map<std::string, double>> rate;  // job type -> gpu type -> it/s
+  double throughput(const Job& job, const std::string& type, int workers, bool) const override {
+    auto j = rate.find(job.job_type);
+    if (j == rate.end()) return 0;
+    auto t = j->second.find(type);
+    return t == j->second.end() ? 0 : workers * t->second;
+  }
+  std::string source() const override { return "job-type fake"; }
+};
+
+// ---- LP wrapper ----------------------------------------------------------
+
+TEST(Lp, SolvesASmallMaximization) {
+  // max x + y s.t. x + 2y <= 4, 3x + y <= 6  ->  x = 1.6, y = 1.2, 2.8.
+  LinearProgram lp;
+  lp.maximize = true;
+  const int x = lp.add_var(1), y = lp.add_var(1);
+  lp.add_row(-kLpInf, 4, {x, y}, {1, 2});
+  lp.add_row(-kLpInf, 6, {x, y}, {3, 1});
+  const LpSolution s = solve_lp(lp);
+  EXPECT_NEAR(s.x[x], 1.6, 1e-9);
+  EXPECT_NEAR(s.x[y], 1.2, 1e-9);
+  EXPECT_NEAR(s.objective, 2.8, 1e-9);
+}
+
+TEST(Lp, KeepsTrailingEmptyColumnsAndSumsDuplicates) {
+  // min x - z with x + x >= 2 (duplicate entries sum), z in [0, 3] in no row.
+  LinearProgram lp;
+  const int x = lp.add_var(1);
+  lp.add_row(2, kLpInf, {x, x}, {1, 1});
+  const int z = lp.add_var(-1, 0, 3);
+  const LpSolution s = solve_lp(lp);
+  ASSERT_EQ(s.x.size(), 2u);
+  EXPECT_NEAR(s.x[x], 1, 1e-9);
+  EXPECT_NEAR(s.x[z], 3, 1e-9);
+  EXPECT_NEAR(s.objective, -2, 1e-9);
+}
+
+TEST(Lp, ReportsInfeasibleAsAnException) {
+  LinearProgram lp;
+  const int x = lp.add_var(1), y = lp.add_var(1);
+  lp.add_row(3, kLpInf, {x, y}, {1, 1});   // x + y >= 3
+  lp.add_row(-kLpInf, 1, {x, y}, {1, 1});  // x + y <= 1
+  try {
+    solve_lp(lp);
+    FAIL() << "no exception";
+  } catch (const LpError& e) {
+    EXPECT_EQ(e.status(), "infeasible");
+  }
+  LinearProgram bad;
+  bad.add_var(0, 2, 1);  // lower > upper
+  EXPECT_THROW(solve_lp(bad), LpError);
+}
+
+TEST(Lp, ReportsUnboundedAsAnException) {
+  LinearProgram lp;
+  lp.maximize = true;
+  const int x = lp.add_var(1), y = lp.add_var(0);
+  lp.add_row(-kLpInf, 1, {x, y}, {1, -1});  // x - y <= 1, both unbounded above
+  try {
+    solve_lp(lp);
+    FAIL() << "no exception";
+  } catch (const LpError& e) {
+    EXPECT_EQ(e.status(), "unbounded");
+  }
+}
+
+// ---- max-min fairness LP -------------------------------------------------
+
+// Hand-solved: types (v100, k80) with C = (1, 2); job A does (3, 1) it/s,
+// job B (2, 1), both on 1 GPU, weight 1. X_eq = (C_v X_v + C_k X_k) / n:
+// A 2.5, B 2. K80 capacity never binds, so each job fills its time with K80:
+// A = (1 + 2 a_v) / 2.5, B = (1 + b_v) / 2 with a_v + b_v = 1, equal at
+// a_v = 6/13: x_A = (6/13, 7/13), x_B = (7/13, 6/13), min = 10/13. Unique:
+// A >= 10/13 forces a_v >= 6/13 and B >= 10/13 forces b_v >= 7/13.
+GavelProblem hand_problem() {
+  GavelProblem p;
+  p.throughput = {{3, 1}, {2, 1}};
+  p.gpus = {1, 1};
+  p.weight = {1, 1};
+  p.remaining = {1, 1};
+  p.capacity = {1, 2};
+  return p;
+}
+
+TEST(GavelLp, MatchesTheHandSolvedTwoByTwoInstance) {
+  const GavelAllocation a = gavel_max_min_fairness(hand_problem());
+  EXPECT_NEAR(a.objective, 10.0 / 13, 1e-7);
+  EXPECT_NEAR(a.x[0][0], 6.0 / 13, 1e-7);
+  EXPECT_NEAR(a.x[0][1], 7.0 / 13, 1e-7);
+  EXPECT_NEAR(a.x[1][0], 7.0 / 13, 1e-7);
+  EXPECT_NEAR(a.x[1][1], 6.0 / 13, 1e-7);
+}
+
+TEST(GavelLp, WeightsBuyProportionalTime) {
+  // One GPU, two equal jobs, weights 2 and 1: x_A / 2 = x_B, x_A + x_B = 1.
+  GavelProblem p;
+  p.throughput = {{1}, {1}};
+  p.gpus = {1, 1};
+  p.weight = {2, 1};
+  p.capacity = {1};
+  const GavelAllocation a = gavel_max_min_fairness(p);
+  EXPECT_NEAR(a.x[0][0], 2.0 / 3, 1e-7);
+  EXPECT_NEAR(a.x[1][0], 1.0 / 3, 1e-7);
+  EXPECT_NEAR(a.objective, 2.0 / 3, 1e-7);
+}
+
+TEST(GavelLp, GangSizeCountsAsGpuShare) {
+  // Two GPUs; A needs 2 (2 it/s as a gang), B 1 (1 it/s). X_eq: A = (2/2) 2 /
+  // 2 = 1, B = (2/2) 1 / 1 = 1. max min(2 x_A, x_B) s.t. 2 x_A + x_B <= 2:
+  // x_B = 1, x_A = 1/2 -- each job holds one GPU on average, as in Gavel.
+  GavelProblem p;
+  p.throughput = {{2}, {1}};
+  p.gpus = {2, 1};
+  p.weight = {1, 1};
+  p.capacity = {2};
+  const GavelAllocation a = gavel_max_min_fairness(p);
+  EXPECT_NEAR(a.x[0][0], 0.5, 1e-7);
+  EXPECT_NEAR(a.x[1][0], 1.0, 1e-7);
+  EXPECT_NEAR(a.objective, 1.0, 1e-7);
+}
+
+TEST(GavelLp, LeavesOutJobsThatCannotRun) {
+  GavelProblem p;
+  p.throughput = {{0, 0}, {2, 1}, {4, 4}};
+  p.gpus = {1, 1, 3};  // job 2's gang fits no single type
+  p.weight = {1, 1, 1};
+  p.capacity = {1, 2};
+  const GavelAllocation a = gavel_max_min_fairness(p);
+  EXPECT_EQ(a.x[0], (std::vector<double>{0, 0}));
+  EXPECT_EQ(a.x[2], (std::vector<double>{0, 0}));
+  EXPECT_NEAR(a.x[1][0] + a.x[1][1], 1.0, 1e-7);
+  // Empty problems are fine too.
+  EXPECT_TRUE(gavel_max_min_fairness(GavelProblem{}).x.empty());
+}
+
+// ---- min total duration LP -----------------------------------------------
+
+TEST(GavelMakespanLp, MatchesTheHandSolvedInstance) {
+  // C = (1, 1); A: (3, 1) it/s, 300 it left; B: (2, 1), 200 left. With a_k =
+  // alpha seconds of A on K80: A needs a_v = (300 - alpha)/3; B's best is
+  // T + b_v with b_v <= T - a_v, so T >= 150 - alpha/6, and A's own time
+  // gives T >= 100 + 2 alpha/3; the two meet at alpha = 60: T = 140, y_A =
+  // (80, 60), y_B = (60, 80) -- every constraint tight.
+  GavelProblem p;
+  p.throughput = {{3, 1}, {2, 1}};
+  p.gpus = {1, 1};
+  p.remaining = {300, 200};
+  p.capacity = {1, 1};
+  const GavelAllocation a = gavel_min_total_duration(p);
+  EXPECT_NEAR(a.objective, 140, 1e-6);
+  EXPECT_NEAR(a.x[0][0], 4.0 / 7, 1e-7);
+  EXPECT_NEAR(a.x[0][1], 3.0 / 7, 1e-7);
+  EXPECT_NEAR(a.x[1][0], 3.0 / 7, 1e-7);
+  EXPECT_NEAR(a.x[1][1], 4.0 / 7, 1e-7);
+}
+
+TEST(GavelMakespanLp, SharesSymmetricJobsEqually) {
+  // Two (2, 1) it/s jobs with 300 it each on one V100 and one K80: the
+  // cluster does 3 it/s, so T = 600 / 3 = 200 s, each half on each type.
+  GavelProblem p;
+  p.throughput = {{2, 1}, {2, 1}};
+  p.gpus = {1, 1};
+  p.remaining = {300, 300};
+  p.capacity = {1, 1};
+  const GavelAllocation a = gavel_min_total_duration(p);
+  EXPECT_NEAR(a.objective, 200, 1e-6);
+  for (const auto& row : a.x)
+    for (double v : row) EXPECT_NEAR(v, 0.5, 1e-7);
+}
+
+// ---- round mechanism -----------------------------------------------------
+
+struct Rounds {
+  Cluster cluster;
+  JobTypeOracle oracle;
+  std::vector<Job> jobs;
+  std::vector<JobState> states;
+  std::unique_ptr<Policy> policy;
+  // seconds per (job, gpu type)
+  std::vector<std::map<std::string, double>> got;
+
+  void start(const std::string& name) {
+    policy = make_policy(name);
+    states.assign(jobs.size(), JobState{});
+    got.assign(jobs.size(), {});
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      states[i].job = &jobs[i];
+      states[i].remaining = jobs[i].total_iterations;
+    }
+  }
+  void run(int rounds, double round_s = 360) {
+    std::vector<JobState*> active;
+    for (JobState& s : states) active.push_back(&s);
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<Allocation> out(active.size());
+      for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
+      RoundContext ctx{r * round_s, round_s, &cluster, &oracle, &active, 30};
+      policy->decide(ctx, out);
+      std::vector<int> used(cluster.nodes.size(), 0);
+      for (size_t i = 0; i < active.size(); ++i) {
+        int w = 0;
+        for (const Placement& p : out[i].workers) {
+          used[p.node] += p.gpus;
+          w += p.gpus;
+          got[i][cluster.nodes[p.node].gpu_type] += round_s * p.gpus / jobs[i].gpus;
+        }
+        ASSERT_TRUE(w == 0 || w == jobs[i].gpus);
+        active[i]->current = out[i];
+      }
+      for (size_t n = 0; n < used.size(); ++n) ASSERT_LE(used[n], cluster.nodes[n].gpus);
+    }
+  }
+};
+
+TEST(GavelRounds, ConvergeToTheLpShares) {
+  Rounds r;
+  r.cluster.nodes = {{"v", "localhost", "v100", 1}, {"k", "localhost", "k80", 2}};
+  r.oracle.rate = {{"A", {{"v100", 3}, {"k80", 1}}}, {"B", {{"v100", 2}, {"k80", 1}}}};
+  r.jobs = {make_job(0, 0, 1, 1e12, "A"), make_job(1, 0, 1, 1e12, "B")};
+  r.start("gavel");
+  const int rounds = 1300;
+  r.run(rounds);
+  const double total = rounds * 360.0;
+  // The hand-solved shares of GavelLp.MatchesTheHandSolvedTwoByTwoInstance.
+  EXPECT_NEAR(r.got[0]["v100"] / total, 6.0 / 13, 0.005);
+  EXPECT_NEAR(r.got[0]["k80"] / total, 7.0 / 13, 0.005);
+  EXPECT_NEAR(r.got[1]["v100"] / total, 7.0 / 13, 0.005);
+  EXPECT_NEAR(r.got[1]["k80"] / total, 6.0 / 13, 0.005);
+}
+
+TEST(GavelRounds, TimeShareOneGpuAmongThreeJobs) {
+  Rounds r;
+  r.cluster.nodes = {{"v", "localhost", "v100", 1}};
+  r.oracle.rate = {{"A", {{"v100", 1}}}};
+  r.jobs = {make_job(0, 0, 1, 1e12, "A"), make_job(1, 0, 1, 1e12, "A"),
+            make_job(2, 0, 1, 1e12, "A")};
+  r.start("gavel");
+  r.run(300);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(r.got[j]["v100"], 100 * 360.0, 360.0 + 1e-9);
+}
+
+TEST(GavelRounds, MakespanSharesConvergeToo) {
+  Rounds r;
+  r.cluster.nodes = {{"v", "localhost", "v100", 1}, {"k", "localhost", "k80", 1}};
+  r.oracle.rate = {{"A", {{"v100", 3}, {"k80", 1}}}, {"B", {{"v100", 2}, {"k80", 1}}}};
+  // Remaining work in the 3:2 ratio of GavelMakespanLp's hand case, large
+  // enough that no job finishes; x_A = (4/7, 3/7), x_B = (3/7, 4/7).
+  r.jobs = {make_job(0, 0, 1, 3e9, "A"), make_job(1, 0, 1, 2e9, "B")};
+  r.start("gavel-makespan");
+  const int rounds = 700;
+  r.run(rounds);
+  const double total = rounds * 360.0;
+  EXPECT_NEAR(r.got[0]["v100"] / total, 4.0 / 7, 0.005);
+  EXPECT_NEAR(r.got[1]["v100"] / total, 3.0 / 7, 0.005);
+  EXPECT_NEAR(r.got[0]["k80"] / total, 3.0 / 7, 0.005);
+}
+
+TEST(GavelRounds, KeepsAJobOnItsCurrentGpus) {
+  // Tightest fit would pick node b, but the job already runs on node a.
+  Rounds r;
+  r.cluster.nodes = {{"a", "localhost", "v100", 4}, {"b", "localhost", "v100", 2}};
+  r.oracle.rate = {{"A", {{"v100", 1}}}};
+  r.jobs = {make_job(0, 0, 2, 1e12, "A")};
+  r.start("gavel");
+  r.states[0].current.workers = {{0, 2}};
+  r.run(3);
+  EXPECT_EQ(r.states[0].current.workers, (std::vector<Placement>{{0, 2}}));
+  // A fresh job goes to the tightest node.
+  r.start("gavel");
+  r.run(1);
+  EXPECT_EQ(r.states[0].current.workers, (std::vector<Placement>{{1, 2}}));
+}
+
+TEST(GavelPolicy, RunsATraceToTheEnd) {
+  Cluster cluster;
+  cluster.name = "hand";
+  cluster.nodes = {{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}};
+  testing::FakeOracle oracle;
+  oracle.rate = {{"v100", 10}, {"k80", 5}};
+  Trace trace;
+  trace.name = "t";
+  trace.jobs = {make_job(0, 0, 2, 7200), make_job(1, 0, 4, 3600), make_job(2, 100, 1, 1800),
+                make_job(3, 5000, 1, 36000)};
+  for (const char* name : {"gavel", "gavel-makespan"}) {
+    auto p = make_policy(name);
+    EXPECT_EQ(p->name(), name);
+    const RunRecord r = simulate(trace, cluster, oracle, *p);
+    // Job 1's gang of 4 fits no single GPU type: Gavel never runs it.
+    EXPECT_EQ(r.metrics.completed, 3) << name;
+    EXPECT_FALSE(r.jobs[1].finished()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace cellsched

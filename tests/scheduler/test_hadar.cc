@@ -1,0 +1,220 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "scheduler/engine.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policies.h"
+#include "scheduler/policy.h"
+#include "tests/scheduler/fake_oracle.h"
+
+namespace cellsched {
+namespace {
+
+using testing::FakeOracle;
+using testing::make_job;
+
+// Runs one policy decision on `jobs` (all waiting) and returns the allocations.
+std::vector<Allocation> decide_once(Policy& p, const Cluster& c, const ThroughputOracle& o,
+                                    std::vector<JobState>& states, double round_s = 360) {
+  std::vector<JobState*> active;
+  for (JobState& s : states) active.push_back(&s);
+  std::vector<Allocation> out(active.size());
+  for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
+  RoundContext ctx{0, round_s, &c, &o, &active, 30};
+  p.decide(ctx, out);
+  return out;
+}
+
+JobState state_of(const Job& j) {
+  JobState s;
+  s.job = &j;
+  s.remaining = j.total_iterations;
+  return s;
+}
+
+TEST(Hadar, PriceStartsAtHalfUminAndReachesUmaxWhenFull) {
+  EXPECT_DOUBLE_EQ(hadar_price(2, 50, 8, 0), 1.0);
+  EXPECT_DOUBLE_EQ(hadar_price(2, 50, 8, 8), 50.0);
+  double last = 0;
+  for (int y = 0; y <= 8; ++y) {
+    const double p = hadar_price(2, 50, 8, y);
+    EXPECT_GT(p, last) << "price must rise as the type fills, y=" << y;
+    last = p;
+  }
+  // (1)(50)^(4/8) at half full
+  EXPECT_NEAR(hadar_price(2, 50, 8, 4), std::sqrt(50.0), 1e-12);
+}
+
+TEST(Hadar, SplitsAGangOverTypesWhenThatIsTheOnlyWayAndRunsAtTheBottleneck) {
+  Cluster c;
+  c.name = "3v100+1k80";
+  c.nodes = {{"a", "localhost", "v100", 3}, {"b", "localhost", "k80", 1}};
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 4}};
+  o.spread_factor = 1.0;
+  const Job j = make_job(0, 0, 4, 1e5);
+  std::vector<JobState> states = {state_of(j)};
+  auto hadar = make_hadar();
+  const auto out = decide_once(*hadar, c, o, states);
+  ASSERT_EQ(out[0].workers.size(), 2u);
+  EXPECT_EQ(out[0].workers[0], (Placement{0, 3}));
+  EXPECT_EQ(out[0].workers[1], (Placement{1, 1}));
+  EXPECT_TRUE(out[0].copies.empty());
+  // Bottleneck K80: 4 workers x 4 it/s.
+  EXPECT_DOUBLE_EQ(allocation_throughput(o, j, c, out[0].workers), 16.0);
+}
+
+TEST(Hadar, PrefersTheFastTypeWhenItIsFree) {
+  Cluster c;
+  c.name = "4v100+4k80";
+  c.nodes = {{"a", "localhost", "v100", 4}, {"b", "localhost", "k80", 4}};
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 4}};
+  const Job j = make_job(0, 0, 2, 1e5);
+  std::vector<JobState> states = {state_of(j)};
+  auto hadar = make_hadar();
+  const auto out = decide_once(*hadar, c, o, states);
+  ASSERT_EQ(out[0].workers.size(), 1u);
+  EXPECT_EQ(out[0].workers[0], (Placement{0, 2}));
+}
+
+// Job 0 is worth far more per GPU than job 1 (weight 1e8): once job 0 holds
+// one of the four V100s the price, (u1/2)(2e8)^(1/4) ~ 59 u1, exceeds job 1's
+// utility u1, so job 1's payoff is negative and it waits though GPUs are idle.
+struct Skewed {
+  Cluster c;
+  FakeOracle o;
+  Job a = make_job(0, 0, 1, 1e6), b = make_job(1, 0, 1, 1e6);
+  Skewed() {
+    c.name = "4v100";
+    c.nodes = {{"a", "localhost", "v100", 4}};
+    o.rate = {{"v100", 10}};
+    a.weight = 1e8;
+  }
+};
+
+TEST(Hadar, AJobWithoutPositivePayoffWaits) {
+  Skewed s;
+  std::vector<JobState> states = {state_of(s.a), state_of(s.b)};
+  auto hadar = make_hadar();
+  const auto out = decide_once(*hadar, s.c, s.o, states);
+  ASSERT_EQ(out[0].workers.size(), 1u);
+  EXPECT_TRUE(out[1].empty());
+}
+
+TEST(HadarE, ForksOntoTheGpusHadarLeftIdle) {
+  Skewed s;
+  std::vector<JobState> states = {state_of(s.a), state_of(s.b)};
+  auto hadare = make_hadare();
+  const auto out = decide_once(*hadare, s.c, s.o, states);
+  ASSERT_EQ(out[0].workers.size(), 1u);
+  EXPECT_EQ(out[0].gpus() + out[1].gpus(), 4);  // no GPU idles
+  // Job 0 (1e6 it at 10 it/s) cannot use more within the round than it has
+  // left, so copies go where they add the most: to both, weighted.
+  EXPECT_FALSE(out[0].copies.empty() && out[1].copies.empty());
+}
+
+TEST(HadarE, LeavesNoGpuIdleWhileWorkRemains) {
+  Cluster c;
+  c.name = "mixed";
+  c.nodes = {{"a", "localhost", "v100", 4}, {"b", "localhost", "p100", 4},
+             {"c", "localhost", "k80", 4}};
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
+  Trace t;
+  t.name = "few";
+  for (int i = 0; i < 6; ++i) t.jobs.push_back(make_job(i, i * 500.0, 1 << (i % 3), 2e4 + 7e3 * i));
+  auto hadare = make_hadare();
+  const RunRecord r = simulate(t, c, o, *hadare, {});
+  EXPECT_EQ(r.metrics.completed, 6);
+  ASSERT_FALSE(r.utilization.empty());
+  for (const auto& u : r.utilization) EXPECT_EQ(u.busy_gpus, 12) << "round at " << u.t_s;
+  // Hadar alone leaves GPUs idle here and finishes later.
+  auto hadar = make_hadar();
+  const RunRecord plain = simulate(t, c, o, *hadar, {});
+  EXPECT_EQ(plain.metrics.completed, 6);
+  EXPECT_LT(r.metrics.ttd_s, plain.metrics.ttd_s);
+}
+
+// A fixed allocation every round: main gang on node 0 and the given copies.
+struct Scripted : Policy {
+  std::vector<std::vector<std::vector<Placement>>> copies_by_round;
+  int round = 0;
+  std::string name() const override { return "scripted"; }
+  void decide(const RoundContext&, std::vector<Allocation>& out) override {
+    out[0].workers = {{0, 1}};
+    const size_t r = std::min<size_t>(round++, copies_by_round.size() - 1);
+    out[0].copies = copies_by_round[r];
+  }
+};
+
+Cluster two_types() {
+  Cluster c;
+  c.name = "a-v100x2,b-k80x2";
+  c.nodes = {{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}};
+  return c;
+}
+
+TEST(Engine, ForkedJobFallsByTheSumOfItsCopiesIterations) {
+  const Cluster c = two_types();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 5}};
+  Trace t;
+  t.name = "one";
+  t.jobs = {make_job(0, 0, 1, 1e6)};
+  Scripted p;
+  p.copies_by_round = {{{{0, 1}}, {{1, 1}}}};
+  SimOptions so;
+  so.restart_s = 30;
+  so.consolidation_s = 20;
+  so.fork_efficiency = 0.5;
+  so.horizon_s = 720;
+  const RunRecord r = simulate(t, c, o, p, so);
+  // Rates: main 10, copy on V100 10 x 0.5, copy on K80 5 x 0.5 = 17.5 it/s.
+  // Round 1: all gangs new, train from 30 s to 360 - 20 s: 17.5 x 310 = 5425.
+  // Round 2: nothing new: 17.5 x 340 = 5950.
+  EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 5425 + 5950);
+  EXPECT_DOUBLE_EQ(r.jobs[0].gpu_seconds, 3 * 720);
+  EXPECT_EQ(r.jobs[0].restarts, 1);
+}
+
+TEST(Engine, ForkedJobCompletesExactlyAndPaysConsolidation) {
+  const Cluster c = two_types();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 5}};
+  Trace t;
+  t.name = "one";
+  t.jobs = {make_job(0, 0, 1, 1000)};
+  Scripted p;
+  p.copies_by_round = {{{{0, 1}}, {{1, 1}}}};
+  SimOptions so;
+  so.consolidation_s = 20;
+  so.fork_efficiency = 0.5;
+  const RunRecord r = simulate(t, c, o, p, so);
+  // 1000 it at 17.5 it/s from t=30: 57.142857 s, then 20 s of consolidation.
+  EXPECT_NEAR(r.jobs[0].completion_s, 30 + 1000 / 17.5 + 20, 1e-9);
+  EXPECT_NEAR(r.jobs[0].gpu_seconds, 3 * (30 + 1000 / 17.5 + 20), 1e-9);
+}
+
+TEST(Engine, OnlyNewGangsPayTheRestart) {
+  const Cluster c = two_types();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 5}};
+  Trace t;
+  t.name = "one";
+  t.jobs = {make_job(0, 0, 1, 1e6)};
+  Scripted p;
+  p.copies_by_round = {{}, {{{1, 1}}}};  // round 2 adds a copy on the K80 node
+  SimOptions so;
+  so.horizon_s = 720;
+  const RunRecord r = simulate(t, c, o, p, so);
+  // Round 1: main 10 x 330 = 3300. Round 2: main keeps running 10 x 360, the
+  // new copy trains 5 x 330.
+  EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 3300 + 3600 + 1650);
+  EXPECT_EQ(r.jobs[0].restarts, 2);
+}
+
+}  // namespace
+}  // namespace cellsched
