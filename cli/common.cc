@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "scheduler/policy.h"
 
 namespace cellsched::cli {
 
@@ -47,6 +48,24 @@ std::string data_dir() {
 }
 
 std::string default_throughputs() { return data_dir() + "/gavel/simulation_throughputs.json"; }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+std::string all_policies() {
+  std::string s;
+  for (const std::string& n : policy_names()) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
 
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 

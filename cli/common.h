@@ -33,6 +33,12 @@ std::string data_dir();
 // `--throughputs` default: the bundled Gavel table.
 std::string default_throughputs();
 
+// "a, b,,c" -> {"a", "b", "c"}: items trimmed, empty ones dropped.
+std::vector<std::string> split_list(const std::string& s);
+
+// Every policy of this build, comma-separated (the --policy default).
+std::string all_policies();
+
 // True when stderr is a terminal (progress goes there only then).
 bool stderr_is_tty();
 

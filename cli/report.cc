@@ -11,14 +11,21 @@
 
 namespace cellsched::cli {
 
+namespace {
+std::string ratio(const RunMetrics& m, const char* key) {
+  auto it = m.extra.find(key);
+  return it == m.extra.end() ? "-" : fixed(it->second, 3);
+}
+}  // namespace
+
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
   Table t({"policy", "jobs", "done", "JCT mean h", "median h", "p95 h", "p99 h", "queue mean h",
-           "TTD h", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
+           "TTD h", "TTD/bound", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
   for (const RunRecord& r : runs) {
     const RunMetrics& m = r.metrics;
     t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), hours(m.jct_mean_s),
            hours(m.jct_median_s), hours(m.jct_p95_s), hours(m.jct_p99_s), hours(m.queue_mean_s),
-           hours(m.ttd_s), fixed(m.cru, 3), fixed(m.decision_mean_ms, 3),
+           hours(m.ttd_s), ratio(m, "ttd_over_bound"), fixed(m.cru, 3), fixed(m.decision_mean_ms, 3),
            fixed(m.decision_p99_ms, 3), std::to_string(m.rounds), fixed(m.wall_s, 2)});
   }
   t.print(out);

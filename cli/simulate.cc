@@ -14,21 +14,12 @@
 #include "core/throughput.h"
 #include "core/trace_io.h"
 #include "db/store.h"
+#include "scheduler/bound.h"
 #include "scheduler/engine.h"
 #include "scheduler/oracle.h"
 #include "scheduler/policy.h"
 
 namespace cellsched::cli {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 int cmd_simulate(const std::vector<std::string>& args) {
   po::options_description opt("simulate options");
@@ -41,7 +32,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       ("format", po::value(&format)->default_value("auto"), "trace format: auto|gavel|gavel-legacy|philly|csv")
       ("cluster", po::value(&cluster_spec)->required(), "cluster: YAML node list, PAI machine CSV, or shorthand v100:36,p100:36,k80:36")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
-      ("policy", po::value(&policies)->default_value("fifo,yarn-cs"), "comma-separated policies")
+      ("policy", po::value(&policies)->default_value(all_policies()), "comma-separated policies")
       ("round", po::value(&round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", po::value(&fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
@@ -53,6 +44,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file the runs are stored in")
       ("no-db", "do not store the runs")
       ("out", po::value(&out_dir), "write summary.csv, summary.json, jobs-<policy>.csv, utilization-<policy>.csv and the plots here")
+      ("no-bound", "skip the LP lower bound on TTD")
       ("no-plots", "with --out: skip the PNG plots (jct_cdf.png, utilization.png)")
       ("json", "print JSON instead of the table");
   po::variables_map vm;
@@ -80,6 +72,14 @@ int cmd_simulate(const std::vector<std::string>& args) {
   so.horizon_s = horizon_s;
   so.fork_efficiency = fork_efficiency;
   so.consolidation_s = consolidation_s;
+  // DESIGN "Metrics": every run reports the LP lower bound on TTD. Forking
+  // (hadare) may beat the plain bound, so it is held to the forking one.
+  double bounds[2] = {-1, -1};
+  auto bound_for = [&](bool forking) {
+    double& b = bounds[forking];
+    if (b < 0 && !vm.count("no-bound")) b = makespan_lower_bound(trace, cluster, oracle, 64, forking);
+    return b;
+  };
   std::vector<RunRecord> runs;
   for (auto& policy : policy_objs) {
     if (stderr_is_tty()) {
@@ -91,6 +91,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
     }
     RunRecord run = simulate(trace, cluster, oracle, *policy, so);
     if (stderr_is_tty()) std::cerr << "\r" << std::string(60, ' ') << "\r";
+    const double bound = bound_for(policy->name() == "hadare");
+    if (bound > 0) {
+      run.metrics.extra["ttd_bound_s"] = bound;
+      if (run.metrics.completed == run.metrics.jobs)
+        run.metrics.extra["ttd_over_bound"] = run.metrics.ttd_s / bound;
+    }
     run.params["seed"] = std::to_string(seed);
     run.params["trace_format"] = trace.format;
     runs.push_back(std::move(run));

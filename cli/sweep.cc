@@ -30,21 +30,9 @@
 namespace cellsched::cli {
 namespace {
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
-}
-
 std::vector<double> parse_rates(const std::string& s) {
   std::vector<double> rates;
-  for (const std::string& item : split_commas(s)) {
+  for (const std::string& item : split_list(s)) {
     double v = 0;
     size_t used = 0;
     try {
@@ -104,17 +92,19 @@ int cmd_sweep(const std::vector<std::string>& args) {
   std::string rates_arg, cluster_spec, throughputs, policies, out_dir, ref_gpu;
   long jobs;
   uint64_t seed;
-  double round_s, restart_s, window_start, window_end;
+  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s;
   opt.add_options()
       ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
       ("jobs", po::value(&jobs)->default_value(500), "jobs per generated trace")
       ("seed", po::value(&seed)->default_value(0), "trace generator seed (the same at every rate)")
-      ("policy", po::value(&policies)->default_value("fifo,yarn-cs,tiresias"), "comma-separated policies")
+      ("policy", po::value(&policies)->default_value(all_policies()), "comma-separated policies")
       ("cluster", po::value(&cluster_spec)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
       ("reference-gpu", po::value(&ref_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
       ("round", po::value(&round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
+      ("fork-efficiency", po::value(&fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
+      ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
       ("out", po::value(&out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
@@ -134,7 +124,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (last <= first)
     throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
                      ") of " + std::to_string(jobs) + " jobs holds no job");
-  const std::vector<std::string> names = split_commas(policies);
+  const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   for (size_t i = 0; i < names.size(); ++i) {
     make_policy(names[i]);  // unknown names fail here
@@ -149,6 +139,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   SimOptions so;
   so.round_s = round_s;
   so.restart_s = restart_s;
+  so.fork_efficiency = fork_efficiency;
+  so.consolidation_s = consolidation_s;
   std::vector<Cell> cells;
   const bool tty = stderr_is_tty();
   for (size_t ri = 0; ri < rates.size(); ++ri) {
@@ -203,6 +195,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
                         {"throughputs", oracle.source()},
                         {"round_s", round_s},
                         {"restart_s", restart_s},
+                        {"fork_efficiency", fork_efficiency},
+                        {"consolidation_s", consolidation_s},
                         {"rates_per_hour", rates},
                         {"policies", names},
                         {"window",

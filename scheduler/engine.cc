@@ -71,8 +71,10 @@ struct Gang {
 
 // Seconds into the round at which the gangs together reach `work`
 // iterations, training until `end`; negative when they do not.
-double time_to_finish(std::vector<Gang> gangs, double work, double end) {
-  std::sort(gangs.begin(), gangs.end(), [](const Gang& x, const Gang& y) { return x.start < y.start; });
+// `gangs` is reordered.
+double time_to_finish(std::vector<Gang>& gangs, double work, double end) {
+  if (gangs.size() > 1)
+    std::sort(gangs.begin(), gangs.end(), [](const Gang& x, const Gang& y) { return x.start < y.start; });
   double done = 0, rate = 0, at = 0;
   size_t g = 0;
   while (at < end) {
@@ -193,6 +195,7 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
 
     int busy = 0;
     bool progressing = false;
+    std::vector<Gang> gangs, sorted;
     for (size_t i = 0; i < active.size(); ++i) {
       JobState& s = *active[i];
       const size_t idx = static_cast<size_t>(&s - states.data());
@@ -207,8 +210,7 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
         continue;
       }
       // Gangs new this round pay the restart overhead.
-      std::vector<Gang> gangs;
-      gangs.reserve(1 + a.copies.size());
+      gangs.clear();
       bool any_new = false;
       const bool changed = !(a == s.current);
       if (changed) rates.clear();
@@ -235,7 +237,8 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       const double consolidation =
           s.current.copies.empty() ? 0.0 : std::min(options.consolidation_s, options.round_s);
       const double end = options.round_s - consolidation;
-      const double tau = time_to_finish(gangs, s.remaining, end);
+      sorted.assign(gangs.begin(), gangs.end());
+      const double tau = time_to_finish(sorted, s.remaining, end);
       const double trained_until = tau >= 0 ? tau : end;
       s.last_round_iterations.assign(gangs.size(), 0.0);
       double trained = 0;

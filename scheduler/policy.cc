@@ -16,7 +16,9 @@ int Allocation::gpus() const {
   return n;
 }
 
-std::vector<std::string> policy_names() { return {"fifo", "yarn-cs", "hadar", "hadare", "tiresias", "gavel", "gavel-makespan"}; }
+std::vector<std::string> policy_names() {
+  return {"fifo", "yarn-cs", "tiresias", "gavel", "gavel-makespan", "hadar", "hadare"};
+}
 
 std::unique_ptr<Policy> make_policy(const std::string& name) {
   if (name == "fifo") return make_fifo();
