@@ -100,6 +100,74 @@ CREATE INDEX run_utilization_run ON run_utilization(run_id);
 CREATE INDEX job_results_run ON job_results(run_id);
 CREATE INDEX run_metrics_run ON run_metrics(run_id);
 )sql"},
+    // v3: profiles (compute per layer, communication per collective).
+    {3, R"sql(
+CREATE TABLE profile_runs (
+  id          INTEGER PRIMARY KEY,
+  created_at  TEXT NOT NULL,
+  kind        TEXT NOT NULL CHECK (kind IN ('compute', 'comm')),
+  model       TEXT NOT NULL,       -- compute: model name; comm: ''
+  device      TEXT NOT NULL,       -- 'cpu', 'cuda:0'
+  device_type TEXT NOT NULL,       -- catalogue name
+  host        TEXT NOT NULL,
+  timer       TEXT NOT NULL,
+  threads     INTEGER NOT NULL,
+  repetitions INTEGER NOT NULL,
+  versions    TEXT NOT NULL        -- JSON object
+);
+CREATE TABLE layer_profiles (
+  run_id           INTEGER NOT NULL REFERENCES profile_runs(id) ON DELETE CASCADE,
+  layer_index      INTEGER NOT NULL,
+  layer_name       TEXT NOT NULL,
+  shape_key        TEXT NOT NULL,
+  tp_degree        INTEGER NOT NULL,
+  micro_batch      INTEGER NOT NULL,
+  param_bytes      REAL,
+  activation_bytes REAL,
+  flops            REAL,
+  fwd_ms           REAL,
+  bwd_ms           REAL,
+  fwd_spread_ms    REAL,
+  bwd_spread_ms    REAL,
+  repetitions      INTEGER NOT NULL
+);
+CREATE INDEX layer_profiles_run ON layer_profiles(run_id);
+CREATE TABLE comm_profiles (
+  run_id           INTEGER NOT NULL REFERENCES profile_runs(id) ON DELETE CASCADE,
+  backend          TEXT NOT NULL,
+  collective       TEXT NOT NULL,
+  hosts            INTEGER NOT NULL,
+  devices_per_host INTEGER NOT NULL,
+  link             TEXT NOT NULL,
+  bytes            INTEGER NOT NULL,
+  time_us          REAL,
+  algbw_gbps       REAL,
+  busbw_gbps       REAL,
+  repetitions      INTEGER NOT NULL
+);
+CREATE INDEX comm_profiles_run ON comm_profiles(run_id);
+)sql"},
+    // v4: tuned cells (the tuner's best plan of each cell, with its throughput).
+    {4, R"sql(
+CREATE TABLE cell_estimates (
+  id             INTEGER PRIMARY KEY,
+  created_at     TEXT NOT NULL,
+  model          TEXT NOT NULL,
+  gpu_type       TEXT NOT NULL,
+  hosts          INTEGER NOT NULL,
+  gpus_per_host  INTEGER NOT NULL,
+  stages         INTEGER NOT NULL,   -- 0 = the tuner chose (auto)
+  global_batch   INTEGER NOT NULL,
+  basis          TEXT NOT NULL CHECK (basis IN ('measured', 'extrapolated', 'infeasible')),
+  iteration_ms   REAL,
+  samples_per_s  REAL,
+  memory_gib     REAL,
+  plan           TEXT NOT NULL,      -- JSON
+  breakdown      TEXT NOT NULL,      -- JSON
+  profile_run_id INTEGER REFERENCES profile_runs(id) ON DELETE SET NULL,
+  UNIQUE (model, gpu_type, hosts, gpus_per_host, stages, global_batch)
+);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

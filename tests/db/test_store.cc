@@ -574,7 +574,7 @@ INSERT INTO job_results VALUES (1, 0, 'LM', 2, 5.0, 5.0, 55.0, 100.0, 100.0, 0);
     EXPECT_FALSE(q.step());
   }
   Store store = Store::open(db.path());
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   const auto cluster = store.load_cluster(1);
   ASSERT_TRUE(cluster.has_value());
   EXPECT_EQ(cluster->nodes.size(), 1u);
@@ -600,7 +600,7 @@ INSERT INTO job_results VALUES (1, 0, 'LM', 2, 5.0, 5.0, 55.0, 100.0, 100.0, 0);
   expect_run_eq(run, *got);
 
   Connection conn = Connection::open(db.path());
-  EXPECT_EQ(schema::user_version(conn), 2);
+  EXPECT_EQ(schema::user_version(conn), Store::kSchemaVersion);
   for (const char* index : {"job_results_run", "run_metrics_run", "run_utilization_run"}) {
     Statement q(conn, "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?1");
     EXPECT_TRUE(q.bind(1, index).step()) << index;
@@ -630,7 +630,8 @@ TEST(Schema, RefusesANewerFileAndLeavesItAlone) {
   } catch (const StoreError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("99"), std::string::npos) << what;
-    EXPECT_NE(what.find("version 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("version " + std::to_string(Store::kSchemaVersion)), std::string::npos)
+        << what;
     EXPECT_NE(what.find(db.path()), std::string::npos) << what;
   }
   Connection conn = Connection::open(db.path());

@@ -1,0 +1,50 @@
+// Model descriptions: a model as a sequence of layers with analytic sizes.
+// The profiler builds real LibTorch modules from these; the estimator prices
+// plans with them. No LibTorch here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cellsched {
+
+struct LayerSpec {
+  std::string name;        // "block.7", "embedding", "head"
+  std::string kind;        // "embedding", "decoder", "moe_decoder", "head", "conv", "residual_group", "torchscript"
+  // Layers with equal shape_key have identical shapes and are profiled once.
+  std::string shape_key;
+  double params = 0;                  // parameter count
+  double flops_per_sample = 0;        // forward FLOPs for one sample (sequence / image)
+  double activation_bytes_per_sample = 0;  // output activation sent to the next layer, one sample
+  double saved_bytes_per_sample = 0;       // activations kept for backward, one sample
+  bool tensor_parallel = false;       // can be split 1/2/4/8-way (Megatron-style)
+};
+
+struct ModelSpec {
+  std::string name;     // "gpt-350m", "moe-1.3b", "wrn-50-2", or a file name
+  std::string family;   // "gpt", "moe", "wrn", "torchscript"
+  // Family parameters (0 where they do not apply).
+  int hidden = 0, num_layers = 0, heads = 0, seq = 0, vocab = 0;
+  int experts = 0, top_k = 0;              // moe
+  int depth = 0, width_factor = 0, image = 0, classes = 0;  // wrn
+  std::string torchscript_path;            // torchscript
+  int bytes_per_value = 4;                 // 4 = fp32 (CPU), 2 = fp16/bf16
+  std::vector<LayerSpec> layers;           // in forward order
+
+  double total_params() const;
+};
+
+// Names of the built-in zoo ("gpt-125m" ... "gpt-13b", "gpt-tiny", "moe-*", "wrn-*").
+std::vector<std::string> zoo_names();
+
+// A zoo model by name; throws InputError listing the names when unknown.
+ModelSpec model_by_name(const std::string& name);
+
+// A model from YAML (family and its parameters, e.g. `family: gpt, hidden: 1024,
+// num_layers: 24, heads: 16, seq: 1024, vocab: 50257`); `file:line:` errors.
+ModelSpec load_model_yaml(const std::string& path);
+
+// A zoo name or a .yaml path.
+ModelSpec load_model(const std::string& name_or_path);
+
+}  // namespace cellsched
