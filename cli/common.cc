@@ -17,11 +17,20 @@ namespace cellsched::cli {
 const std::vector<Verb>& verbs() {
   static const std::vector<Verb> v = {
       {"simulate", "replay a trace on a cluster under one or more policies", cmd_simulate},
+      {"schedule", "write the offline schedule of one policy (JSON, CSV, Gantt chart)", cmd_schedule},
       {"sweep", "average JCT against input load over generated traces, with plots", cmd_sweep},
       {"trace", "generate, inspect or convert job traces", cmd_trace},
       {"cluster", "show a cluster (YAML node list, PAI machine list or shorthand)", cmd_cluster},
       {"gpus", "list the built-in GPU catalogue", cmd_gpus},
       {"db", "list and show stored runs", cmd_db},
+      {"profile", "profile a model's compute per layer and communication per collective", cmd_profile},
+      {"estimate", "estimate a cell's iteration time, throughput and memory under a parallel plan", cmd_estimate},
+      {"tune", "find the best parallel plan of a cell (or of every cell) and store it", cmd_tune},
+      {"validate", "compare estimates with real CPU training runs (DP, pipeline, single process)", cmd_validate},
+      {"run", "run the scheduler online against a node list (long-lived)", cmd_run},
+      {"submit", "submit a training job to the online runner", cmd_submit},
+      {"status", "jobs, copies, nodes and rounds of the online runner", cmd_status},
+      {"cancel", "cancel a job of the online runner", cmd_cancel},
   };
   return v;
 }

@@ -58,10 +58,21 @@ std::string fixed(double v, int decimals);
 std::string hours(double seconds);  // "12.34" (h), "-" for negative
 
 int cmd_simulate(const std::vector<std::string>& args);
+int cmd_schedule(const std::vector<std::string>& args);
 int cmd_trace(const std::vector<std::string>& args);
 int cmd_cluster(const std::vector<std::string>& args);
 int cmd_gpus(const std::vector<std::string>& args);
 int cmd_db(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
+int cmd_profile(const std::vector<std::string>& args);
+// The estimator and tuner (cli/estimate.cc, cli/validate.cc).
+int cmd_estimate(const std::vector<std::string>& args);
+int cmd_tune(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+// The online runner (cli/run.cc).
+int cmd_run(const std::vector<std::string>& args);
+int cmd_submit(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
+int cmd_cancel(const std::vector<std::string>& args);
 
 }  // namespace cellsched::cli

@@ -280,4 +280,54 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
   check_png(d / "jct_vs_load.png");
 }
 
+void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir) {
+  const fs::path d = make_dir(dir);
+  find_gnuplot();
+  // Row of GPU g on node n: nodes stacked top to bottom in cluster order.
+  std::map<std::string, int> first_row;
+  int rows = 0;
+  for (const Node& n : cluster.nodes) {
+    first_row[n.name] = rows;
+    rows += n.gpus;
+  }
+  const fs::path dat = d / "gantt.dat";
+  auto f = open_out(dat);
+  f << "# x_center_h y_row half_width_h job_id\n";
+  for (const ScheduleEntry& e : schedule.entries) {
+    auto it = first_row.find(e.node);
+    if (it == first_row.end() || e.end_s <= e.start_s) continue;
+    const double mid = (e.start_s + e.end_s) / 2 / 3600, half = (e.end_s - e.start_s) / 2 / 3600;
+    for (int g : e.gpu_indices)
+      f << mid << " " << rows - 1 - (it->second + g) << " " << half << " " << e.job_id << "\n";
+  }
+  close_out(f, dat);
+  const fs::path png = d / "gantt.png", gp = d / "gantt.gp";
+  auto s = open_out(gp);
+  const int height = std::clamp(120 + rows * 6, 480, 2400);
+  s << "set terminal pngcairo noenhanced size 1200," << height << " font 'sans,10'\n"
+    << "set output " << quote(png.string()) << "\n"
+    << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster) << "\n"
+    << "set xlabel 'time (hours)'\nset ylabel 'GPU (by node)'\nunset key\n"
+    << "set yrange [-0.5:" << rows - 0.5 << "]\nset grid xtics\n"
+    << "set palette defined (0 '#1b9e77', 1 '#d95f02', 2 '#7570b3', 3 '#e7298a', 4 '#66a61e', "
+       "5 '#e6ab02', 6 '#a6761d', 7 '#666666')\nset cbrange [0:7]\nunset colorbox\n";
+  // Node labels at the middle of each node's rows, when there are few enough.
+  if (cluster.nodes.size() <= 64) {
+    s << "set ytics (";
+    for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+      const Node& n = cluster.nodes[i];
+      s << (i ? ", " : "") << quote(n.name + " (" + n.gpu_type + ")") << " "
+        << rows - 1 - first_row[n.name] - (n.gpus - 1) / 2.0;
+    }
+    s << ")\n";
+  } else {
+    s << "unset ytics\n";
+  }
+  s << "plot " << quote(dat.string())
+    << " using 1:2:3:(0.4):(int($4) % 8) with boxxyerror fillstyle solid 0.9 noborder lc palette\n";
+  close_out(s, gp);
+  run_gnuplot(gp.string());
+  check_png(png);
+}
+
 }  // namespace cellsched::cli

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster.h"
 #include "core/run.h"
+#include "core/schedule.h"
 
 namespace cellsched::cli {
 
@@ -38,5 +40,10 @@ struct LoadPoint {
 // line per policy (in order of first appearance), points sorted by load.
 // Data: jct_vs_load.dat, script: jct_vs_load.gp.
 void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& dir);
+
+// gantt.png in `dir`: one row per GPU (grouped by node, labelled with the
+// node name), a bar per schedule entry over time (hours), coloured by job.
+// Data: gantt.dat, script: gantt.gp.
+void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir);
 
 }  // namespace cellsched::cli

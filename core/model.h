@@ -18,6 +18,9 @@ struct LayerSpec {
   double activation_bytes_per_sample = 0;  // output activation sent to the next layer, one sample
   double saved_bytes_per_sample = 0;       // activations kept for backward, one sample
   bool tensor_parallel = false;       // can be split 1/2/4/8-way (Megatron-style)
+  // Convolutional layers (wrn): channels, stride and input height = width.
+  // "bottleneck" blocks use mid_channels; "basic" blocks leave it 0.
+  int in_channels = 0, mid_channels = 0, out_channels = 0, stride = 1, spatial = 0;
 };
 
 struct ModelSpec {
@@ -28,6 +31,7 @@ struct ModelSpec {
   int experts = 0, top_k = 0;              // moe
   int depth = 0, width_factor = 0, image = 0, classes = 0;  // wrn
   std::string torchscript_path;            // torchscript
+  std::vector<int> input_shape;            // torchscript: one sample's input shape (float)
   int bytes_per_value = 4;                 // 4 = fp32 (CPU), 2 = fp16/bf16
   std::vector<LayerSpec> layers;           // in forward order
 
@@ -44,7 +48,8 @@ ModelSpec model_by_name(const std::string& name);
 // num_layers: 24, heads: 16, seq: 1024, vocab: 50257`); `file:line:` errors.
 ModelSpec load_model_yaml(const std::string& path);
 
-// A zoo name or a .yaml path.
+// A zoo name, a .yaml path, or a TorchScript file (.pt/.pth/.ts): the last
+// comes back with family "torchscript" and no layers (the profiler reads them).
 ModelSpec load_model(const std::string& name_or_path);
 
 }  // namespace cellsched

@@ -196,9 +196,15 @@ std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& ta
 
 void read_philly(const std::string& path, const std::vector<std::string_view>& lines,
                  const TraceReadOptions& options, Trace& t) {
-  if (!options.table)
+  const bool mix = !options.model_mix.empty();
+  if (mix && !options.model_rate)
+    fail_input(path, 0, "a Philly import onto a model mix needs the models' throughputs");
+  if (!mix && !options.table)
     fail_input(path, 0, "a Philly trace needs a throughput table to assign job types");
-  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
+  double mix_total = 0;
+  for (const auto& m : options.model_mix) mix_total += m.weight;
+  const auto by_sf = mix ? std::map<int, std::vector<std::string>>{{1, {""}}}
+                         : types_by_scale(*options.table, options.reference_gpu);
   if (by_sf.empty())
     fail_input(path, 0,
                "the throughput table has no job type measured on '" + options.reference_gpu + "'");
@@ -226,6 +232,30 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
     const double duration = c.positive(f[1], "duration");
     const int num_gpus = c.positive_int(f[2], "num_gpus");
     c.non_negative(f[3], "gpu_time");
+    if (mix) {
+      // Weighted draw of a (model, batch); GPUs a power of two up to 16.
+      double u = rng.uniform() * mix_total;
+      size_t k = 0;
+      while (k + 1 < options.model_mix.size() && u >= options.model_mix[k].weight)
+        u -= options.model_mix[k++].weight;
+      const auto& m = options.model_mix[k];
+      Job j;
+      j.model = m.model;
+      j.batch_size = m.batch;
+      j.job_type = m.model + "@" + std::to_string(m.batch);
+      j.gpus = 1;
+      while (j.gpus * 2 <= std::min(num_gpus, 16)) j.gpus *= 2;
+      const double rate = options.model_rate(m.model, m.batch, j.gpus);
+      if (!(rate > 0))
+        c.fail("model " + m.model + " (batch " + std::to_string(m.batch) + ") cannot run on " +
+               std::to_string(j.gpus) + " x " + options.reference_gpu);
+      j.total_iterations = std::max(1.0, std::round(duration * rate));
+      j.duration_hint_s = duration;
+      stamps.push_back(ts);
+      j.arrival_s = static_cast<double>(ts);
+      t.jobs.push_back(std::move(j));
+      continue;
+    }
     // The job's scale factor: the largest one measured that is <= num_gpus
     // (jobs larger than the table's largest scale factor are capped to it).
     auto it = by_sf.upper_bound(num_gpus);
@@ -253,6 +283,38 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       t.jobs[i].arrival_s = static_cast<double>(stamps[i] - first);
   }
 }
+
+}  // namespace
+
+std::vector<TraceReadOptions::ModelShare> parse_model_mix(const std::string& spec) {
+  std::vector<TraceReadOptions::ModelShare> out;
+  for (std::string_view item : detail::split(spec, ',')) {
+    item = trim(item);
+    if (item.empty()) continue;
+    TraceReadOptions::ModelShare m;
+    const auto colon = item.find(':');
+    std::string_view head = item.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      const auto w = detail::to_double(trim(item.substr(colon + 1)));
+      if (!w || !(*w > 0))
+        throw InputError("--model-mix: bad weight in '" + std::string(item) + "'");
+      m.weight = *w;
+    }
+    const auto at = head.find('@');
+    m.model = std::string(trim(head.substr(0, at)));
+    if (at != std::string_view::npos) {
+      const auto b = detail::to_int(trim(head.substr(at + 1)));
+      if (!b || *b <= 0) throw InputError("--model-mix: bad batch in '" + std::string(item) + "'");
+      m.batch = static_cast<int>(*b);
+    }
+    if (m.model.empty()) throw InputError("--model-mix: no model in '" + std::string(item) + "'");
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) throw InputError("--model-mix: empty");
+  return out;
+}
+
+namespace {
 
 // ---- cellsched CSV ----------------------------------------------------------
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -27,7 +28,24 @@ struct TraceReadOptions {
   std::string reference_gpu = "v100";
   uint64_t seed = 0;
   long limit = -1;  // read at most this many jobs (< 0: all)
+  // Philly import onto models of the zoo instead of Gavel job types (used
+  // when not empty): each job gets a (model, global batch) drawn with these
+  // weights from `seed`, GPUs = num_gpus rounded down to a power of two (at
+  // most 16), and iterations = duration x model_rate(model, batch, gpus), the
+  // steps/s on the reference GPU type (from the cell estimates). job_type is
+  // "<model>@<batch>".
+  struct ModelShare {
+    std::string model;
+    int batch = 0;
+    double weight = 1;
+  };
+  std::vector<ModelShare> model_mix;
+  std::function<double(const std::string& model, int batch, int gpus)> model_rate;
 };
+
+// "gpt-350m@32:0.5,moe-1.3b@16:0.3,wrn-50-2@64" (weight defaults to 1) ->
+// shares; throws InputError on a bad item.
+std::vector<TraceReadOptions::ModelShare> parse_model_mix(const std::string& spec);
 
 // Reads a trace; throws InputError with `file:line:` on bad input.
 Trace load_trace(const std::string& path, const TraceReadOptions& options = {});

@@ -168,6 +168,83 @@ CREATE TABLE cell_estimates (
   UNIQUE (model, gpu_type, hosts, gpus_per_host, stages, global_batch)
 );
 )sql"},
+    // v5: the online runner's state (jobs submitted to `cellsched run`, each
+    // launch of a gang or forked copy, rounds, consolidations, learned throughputs).
+    {5, R"sql(
+CREATE TABLE online_jobs (
+  id               INTEGER PRIMARY KEY,
+  name             TEXT NOT NULL,
+  submitted_at     REAL,                 -- unix seconds
+  job_type         TEXT NOT NULL,
+  model            TEXT NOT NULL,
+  batch_size       INTEGER NOT NULL,
+  iterations       REAL,
+  gpus             INTEGER NOT NULL,
+  weight           REAL,
+  command          TEXT NOT NULL,        -- JSON array of strings (argv)
+  checkpoint_dir   TEXT NOT NULL,
+  workdir          TEXT NOT NULL,
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+  iterations_done  REAL NOT NULL DEFAULT 0,  -- consolidated: in `checkpoint`
+  checkpoint       TEXT NOT NULL DEFAULT '', -- latest consolidated checkpoint ('' = none)
+  epoch            INTEGER NOT NULL DEFAULT 0,
+  failures         INTEGER NOT NULL DEFAULT 0,
+  last_error       TEXT NOT NULL DEFAULT '',
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  attained_gpu_s   REAL NOT NULL DEFAULT 0,
+  first_start      REAL,
+  finished_at      REAL
+);
+CREATE TABLE online_launches (
+  id          INTEGER PRIMARY KEY,
+  job_id      INTEGER NOT NULL REFERENCES online_jobs(id),
+  round       INTEGER NOT NULL,
+  copy        INTEGER NOT NULL,            -- 0 = the job's gang, 1.. = forked copies
+  epoch       INTEGER NOT NULL,            -- the job epoch whose checkpoint it started from
+  state       TEXT NOT NULL CHECK (state IN ('planned', 'running', 'stopping', 'ended', 'consolidated', 'abandoned')),
+  executor    TEXT NOT NULL,
+  token       TEXT NOT NULL,
+  dir         TEXT NOT NULL,               -- pid, exit and log files of its processes
+  progress    TEXT NOT NULL,
+  ckpt_in     TEXT NOT NULL,
+  ckpt_out    TEXT NOT NULL,
+  procs       TEXT NOT NULL,               -- JSON: one process per placement
+  iterations  REAL NOT NULL DEFAULT 0,     -- last `iterations=N` read
+  started_at  REAL,
+  ended_at    REAL,
+  outcome     TEXT NOT NULL DEFAULT ''     -- 'exit 0', 'signal 15', 'stopped', 'lost', ...
+);
+CREATE INDEX online_launches_job ON online_launches(job_id);
+CREATE INDEX online_launches_state ON online_launches(state);
+CREATE TABLE online_rounds (
+  round       INTEGER PRIMARY KEY,
+  started_at  REAL,
+  policy      TEXT NOT NULL,
+  decision_ms REAL,
+  allocations TEXT NOT NULL                -- JSON
+);
+CREATE TABLE online_consolidations (
+  job_id     INTEGER NOT NULL REFERENCES online_jobs(id),
+  epoch      INTEGER NOT NULL,             -- the epoch it produced
+  inputs     TEXT NOT NULL,                -- JSON [[checkpoint, iterations], ...]
+  output     TEXT NOT NULL,
+  iterations REAL,
+  method     TEXT NOT NULL,
+  at         REAL,
+  PRIMARY KEY (job_id, epoch)
+);
+CREATE TABLE online_throughputs (
+  job_id     INTEGER NOT NULL REFERENCES online_jobs(id),
+  gpu_type   TEXT NOT NULL,
+  per_gpu    REAL,                         -- observed iterations/s per GPU
+  samples    INTEGER NOT NULL,
+  PRIMARY KEY (job_id, gpu_type)
+);
+CREATE TABLE online_meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

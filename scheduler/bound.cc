@@ -41,7 +41,8 @@ std::vector<double> interval_starts(std::vector<double> releases, int m) {
 }  // namespace
 
 double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
-                            const ThroughputOracle& oracle, int max_intervals, bool forking) {
+                            const ThroughputOracle& oracle, int max_intervals, bool forking,
+                            int max_scale) {
   if (max_intervals < 1) throw std::invalid_argument("makespan_lower_bound: max_intervals < 1");
   if (trace.jobs.empty()) return 0;
   const std::vector<std::string> types = cluster.gpu_types();
@@ -59,7 +60,8 @@ double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
     if (it != cache.end()) return it->second;
     std::vector<double> r(K, 0.0);
     for (size_t k = 0; k < K; ++k) {
-      for (int c = forking ? 1 : job.gpus; c <= job.gpus; ++c) {
+      const int hi = forking ? std::max(job.gpus, max_scale) : job.gpus;
+      for (int c = forking ? 1 : job.gpus; c <= hi; ++c) {
         const double v = std::max(oracle.throughput(job, types[k], c, true),
                                   oracle.throughput(job, types[k], c, false));
         if (v > 0 && std::isfinite(v)) r[k] = std::max(r[k], v / c);

@@ -23,12 +23,13 @@ class ThroughputOracle;
 // each interval is a cumulative cap; their GPUs-at-a-time cap adds up. Also
 // T >= arrival_j + total_j / (W_j x best per-GPU rate) for every job.
 //
-// `forking` (HadarE: a job may run copies on more than W_j GPUs): the
-// per-GPU rate becomes the best over 1..W_j workers, and the W_j cap goes.
+// `forking` (HadarE: a job may run copies on more than W_j GPUs; elastic
+// policies such as crius: a job may be scaled): the per-GPU rate becomes the
+// best over 1..max(W_j, max_scale) workers, and the W_j cap goes.
 //
 // Throws std::runtime_error if the LP solver fails.
 double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
                             const ThroughputOracle& oracle, int max_intervals = 64,
-                            bool forking = false);
+                            bool forking = false, int max_scale = 0);
 
 }  // namespace cellsched

@@ -43,7 +43,7 @@ void check_allocations(const Policy& policy, const Cluster& cluster,
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& job = *jobs[i]->job;
     const int w = add(out[i].workers, job);
-    if (w != 0 && w != job.gpus)
+    if (w != 0 && w != job.gpus && !policy.elastic())
       throw std::logic_error(policy.name() + ": job " + std::to_string(job.id) + " needs " +
                              std::to_string(job.gpus) + " GPUs as a gang, got " +
                              std::to_string(w));
@@ -192,6 +192,7 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
     policy.decide(ctx, out);
     decision_ms.push_back(seconds_since(decide_start) * 1e3);
     check_allocations(policy, cluster, active, out);
+    if (options.on_round) options.on_round(t, active, out);
 
     int busy = 0;
     bool progressing = false;

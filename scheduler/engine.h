@@ -6,10 +6,10 @@
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/run.h"
+#include "scheduler/policy.h"
 
 namespace cellsched {
 
-class Policy;
 class ThroughputOracle;
 
 struct SimOptions {
@@ -23,6 +23,10 @@ struct SimOptions {
   bool record_utilization = true;
   // Called after each round with (now, finished jobs, total jobs); may be empty.
   std::function<void(double, long, long)> progress;
+  // Called each round with the round start, the active jobs and the
+  // allocations just decided for them (checked, not yet applied); may be empty.
+  std::function<void(double, const std::vector<JobState*>&, const std::vector<Allocation>&)>
+      on_round;
 };
 
 // Replays `trace` on `cluster` under `policy`. Semantics:

@@ -24,6 +24,11 @@ class ThroughputOracle {
                             bool consolidated) const = 0;
   // Where the figures come from (file name, "cells:<db>").
   virtual std::string source() const = 0;
+  // The parallel plan behind throughput() ("dp=2,tp=2,pp=1,mb=8"), where the
+  // source has one; empty otherwise.
+  virtual std::string plan(const Job&, const std::string& /*gpu_type*/, int /*workers*/) const {
+    return "";
+  }
 };
 
 // Gavel's measured table. Lookups, in order: the exact (type, job type,

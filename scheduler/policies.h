@@ -21,6 +21,12 @@ struct TiresiasOptions {
   // ran) this many times its executed wall time; <= 0 disables promotion.
   double starvation_factor = 2.0;
 };
+struct CriusOptions {
+  int max_gpus = 16;       // largest cell (a power of two)
+  double min_gain = 0.05;  // smallest relative gain per GPU a scaling or move must bring
+};
+std::unique_ptr<Policy> make_crius(CriusOptions options = {});
+
 std::unique_ptr<Policy> make_tiresias();
 // Throws InputError for thresholds that are not positive and increasing.
 std::unique_ptr<Policy> make_tiresias(TiresiasOptions options);

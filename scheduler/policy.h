@@ -65,6 +65,10 @@ class Policy {
   // entry `out[i]` holds the job's current allocation; an empty allocation
   // means the job waits. The engine checks gang sizes and node capacities.
   virtual void decide(const RoundContext& ctx, std::vector<Allocation>& out) = 0;
+  // An elastic policy may give a job any number of workers (its throughput
+  // is then the oracle's at that scale); the others must give exactly
+  // job.gpus.
+  virtual bool elastic() const { return false; }
 };
 
 // Names of the policies this build provides, and a factory. Throws

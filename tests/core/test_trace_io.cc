@@ -609,5 +609,48 @@ TEST(TraceSummary, HandChecked) {
   EXPECT_EQ(e.mean_duration_hint_s, -1);
 }
 
+TEST(TracePhilly, ModelMixAssignsZooModelsDeterministically) {
+  TempDir dir;
+  const std::string path = dir.write("p.csv",
+                                     "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                                     "2017-10-09 07:00:00,100.0,1,100.0,a\n"
+                                     "2017-10-09 07:01:00,200.0,3,600.0,a\n"
+                                     "2017-10-09 07:02:00,300.0,64,19200.0,b\n"
+                                     "2017-10-09 07:03:00,50.0,8,400.0,b\n");
+  TraceReadOptions o;
+  o.model_mix = parse_model_mix("gpt-tiny@8:3, wrn-tiny@16:1");
+  ASSERT_EQ(o.model_mix.size(), 2u);
+  EXPECT_EQ(o.model_mix[0].model, "gpt-tiny");
+  EXPECT_EQ(o.model_mix[0].batch, 8);
+  EXPECT_DOUBLE_EQ(o.model_mix[0].weight, 3);
+  o.model_rate = [](const std::string& m, int batch, int gpus) {
+    return (m == "gpt-tiny" ? 2.0 : 1.0) * gpus + batch / 1000.0;
+  };
+  o.seed = 5;
+  const Trace a = load_trace(path, o), b = load_trace(path, o);
+  ASSERT_EQ(a.jobs.size(), 4u);
+  const int expect_gpus[] = {1, 2, 16, 8};  // power of two <= num_gpus, at most 16
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    const Job& j = a.jobs[i];
+    EXPECT_EQ(j.gpus, expect_gpus[i]);
+    EXPECT_TRUE(j.model == "gpt-tiny" || j.model == "wrn-tiny") << j.model;
+    EXPECT_EQ(j.job_type, j.model + "@" + std::to_string(j.batch_size));
+    EXPECT_DOUBLE_EQ(j.total_iterations,
+                     std::max(1.0, std::round(j.duration_hint_s * o.model_rate(j.model, j.batch_size, j.gpus))));
+    EXPECT_EQ(j.model, b.jobs[i].model);
+  }
+  // A model the rate function cannot run is an error at its line.
+  o.model_rate = [](const std::string&, int, int gpus) { return gpus >= 16 ? 0.0 : 1.0; };
+  try {
+    load_trace(path, o);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ":4:", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(parse_model_mix("gpt-tiny@x"), InputError);
+  EXPECT_THROW(parse_model_mix("gpt-tiny:-1"), InputError);
+  EXPECT_THROW(parse_model_mix(""), InputError);
+}
+
 }  // namespace
 }  // namespace cellsched

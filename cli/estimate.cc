@@ -1,0 +1,339 @@
+// `cellsched estimate` and `cellsched tune`: price a plan of a cell, or find
+// the best plans of cells, from the profiles in the store.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cli/estimate_common.h"
+#include "core/error.h"
+#include "core/gpu.h"
+#include "db/cell_store.h"
+#include "db/profile_store.h"
+#include "tuner/tuner.h"
+
+namespace cellsched::cli {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
+                                 int64_t compute_id, int64_t comm_id) {
+  if (db_path != ":memory:" && !std::filesystem::exists(db_path))
+    throw InputError(db_path + ": no such database (run `cellsched profile compute --model " + model.name +
+                     "` first, or pass --db)");
+  const auto store = db::ProfileStore::open(db_path);
+  ProfileSelection sel;
+  if (compute_id == 0) compute_id = store.latest_compute(model.name, gpu_type);
+  if (compute_id == 0) compute_id = store.latest_compute(model.name, "");
+  if (compute_id == 0)
+    throw InputError(db_path + ": no compute profile of model " + model.name +
+                     " (run `cellsched profile compute --model " + model.name + "`, or pass --profile ID)");
+  auto c = store.load(compute_id);
+  if (!c) throw InputError(db_path + ": no profile " + std::to_string(compute_id) + " (see cellsched profile list)");
+  if (c->kind != "compute")
+    throw InputError(db_path + ": profile " + std::to_string(compute_id) + " is a " + c->kind + " profile");
+  sel.compute = std::move(*c);
+  if (comm_id == 0) {
+    for (const auto& s : store.list())  // newest first
+      if (s.kind == "comm" && find_gpu(s.device_type) && find_gpu(s.device_type)->name == gpu_type) {
+        comm_id = s.id;
+        break;
+      }
+  }
+  if (comm_id != 0) {
+    auto m = store.load(comm_id);
+    if (!m) throw InputError(db_path + ": no profile " + std::to_string(comm_id) + " (see cellsched profile list)");
+    if (m->kind != "comm")
+      throw InputError(db_path + ": profile " + std::to_string(comm_id) + " is a " + m->kind + " profile");
+    sel.comm = std::move(*m);
+  }
+  return sel;
+}
+
+nlohmann::json estimate_json(const estimator::Cell& cell, const estimator::Plan& plan,
+                             const estimator::Estimate& e) {
+  nlohmann::json j = nlohmann::json::parse(tuner::breakdown_json(e));
+  j["cell"] = {{"model", cell.model}, {"gpu_type", cell.gpu_type}, {"hosts", cell.hosts},
+               {"gpus_per_host", cell.gpus_per_host}, {"gpus", cell.gpus()}, {"stages", cell.stages}};
+  j["plan"] = nlohmann::json::parse(tuner::plan_json(plan));
+  j["memory_gib"] = e.memory_bytes / kGiB;
+  return j;
+}
+
+void print_estimate(std::ostream& out, const estimator::Cell& cell, const estimator::Plan& plan,
+                    const estimator::Estimate& e) {
+  out << "cell: " << cell.model << " on " << cell.hosts << " x " << cell.gpus_per_host << " " << cell.gpu_type
+      << ", " << cell.stages << " stage(s); " << plan.micro_batches << " micro-batches of "
+      << plan.micro_batch_size << " (global batch " << plan.global_batch() << ")\n";
+  Table t({"stage", "layers", "dp", "tp", "fwd ms", "bwd ms", "tp comm ms", "send ms", "sync ms", "optim ms",
+           "memory GiB"});
+  for (size_t j = 0; j < e.stages.size(); ++j) {
+    const auto& s = e.stages[j];
+    t.add({std::to_string(j), std::to_string(s.first_layer) + "-" + std::to_string(s.first_layer + s.num_layers - 1),
+           std::to_string(s.dp), std::to_string(s.tp), fixed(s.fwd_ms, 3), fixed(s.bwd_ms, 3),
+           fixed(s.tp_comm_ms, 3), fixed(s.send_ms, 3), fixed(s.grad_sync_ms, 3), fixed(s.optimizer_ms, 3),
+           fixed(s.memory_bytes / kGiB, 3)});
+  }
+  t.print(out);
+  out << "iteration: " << fixed(e.iteration_ms, 3) << " ms = pipeline compute " << fixed(e.pipeline_compute_ms, 3)
+      << " + pipeline comm " << fixed(e.pipeline_comm_ms, 3) << " + gradient sync and optimizer "
+      << fixed(e.sync_ms, 3) << "\n";
+  out << "throughput: " << fixed(e.samples_per_s, 2) << " samples/s\n";
+  out << "memory: " << fixed(e.memory_bytes / kGiB, 3) << " GiB per GPU of " << fixed(e.memory_capacity_bytes / kGiB, 1)
+      << " GiB usable" << (e.feasible ? "" : " -- INFEASIBLE: " + e.infeasible_reason) << "\n";
+  out << "basis: " << estimator::basis_name(e.basis) << "\n";
+  for (const auto& n : e.notes) out << "  note: " << n << "\n";
+}
+
+namespace {
+
+struct Common {
+  std::string model, gpu_type, db_path, optimizer = "adam";
+  int gpus = 1, gpus_per_host = 8, batch = 64;
+  int64_t profile = 0, comm_profile = 0;
+  double memory_fraction = 0.9;
+};
+
+void add_common(po::options_description& opt, Common& c) {
+  opt.add_options()
+      ("model", po::value(&c.model)->required(), "zoo name or model .yaml")
+      ("gpu-type", po::value(&c.gpu_type)->required(), "catalogue GPU type (see cellsched gpus)")
+      ("gpus", po::value(&c.gpus)->default_value(1), "GPUs in the cell")
+      ("gpus-per-host", po::value(&c.gpus_per_host)->default_value(8), "GPUs per host (cells above span hosts)")
+      ("batch", po::value(&c.batch)->default_value(64), "global batch (samples per iteration)")
+      ("optimizer", po::value(&c.optimizer)->default_value("adam"), "adam, sgd or sgd-momentum")
+      ("memory-fraction", po::value(&c.memory_fraction)->default_value(0.9), "usable share of device memory")
+      ("db", po::value(&c.db_path)->default_value(default_db_path()), "SQLite file with the profiles")
+      ("profile", po::value(&c.profile)->default_value(0), "compute profile id (default: newest matching)")
+      ("comm-profile", po::value(&c.comm_profile)->default_value(0), "comm profile id (default: newest on the GPU type)")
+      ("json", "print JSON");
+}
+
+struct Loaded {
+  ModelSpec model;
+  ProfileSelection profiles;
+  std::optional<estimator::CostModel> cm;
+};
+
+Loaded load(const Common& c) {
+  Loaded l;
+  l.model = load_model(c.model);
+  const std::string type = canonical_gpu_name(c.gpu_type);
+  l.profiles = select_profiles(c.db_path, l.model, type, c.profile, c.comm_profile);
+  estimator::Options o;
+  o.optimizer = c.optimizer;
+  if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) throw InputError("--memory-fraction must be in (0, 1]");
+  o.memory_fraction = c.memory_fraction;
+  l.cm.emplace(l.model, type, l.profiles.compute, l.profiles.comm ? &*l.profiles.comm : nullptr, o);
+  return l;
+}
+
+int parse_stages(const std::string& s) {
+  if (s == "auto") return 0;
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end || v < 1 || v > 4096) throw InputError("--stages must be a positive integer or auto");
+  return static_cast<int>(v);
+}
+
+db::CellRecord to_record(const tuner::TuneResult& r, int stages_key, int batch, int64_t profile_id) {
+  db::CellRecord c;
+  c.model = r.cell.model;
+  c.gpu_type = r.cell.gpu_type;
+  c.hosts = r.cell.hosts;
+  c.gpus_per_host = r.cell.gpus_per_host;
+  c.stages = stages_key;
+  c.global_batch = batch;
+  c.profile_run_id = profile_id;
+  if (!r.feasible) {
+    c.basis = "infeasible";
+    c.iteration_ms = c.samples_per_s = c.memory_gib = std::nan("");
+    return c;
+  }
+  const auto& e = r.best().estimate;
+  c.basis = estimator::basis_name(e.basis);
+  c.iteration_ms = e.iteration_ms;
+  c.samples_per_s = e.samples_per_s;
+  c.memory_gib = e.memory_bytes / kGiB;
+  c.plan = tuner::plan_json(r.best().plan);
+  nlohmann::json b = nlohmann::json::parse(tuner::breakdown_json(e));
+  b["stages_chosen"] = r.cell.stages;
+  nlohmann::json alts = nlohmann::json::array();
+  for (size_t i = 1; i < r.pareto.size(); ++i)
+    alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(r.pareto[i].plan))},
+                    {"iteration_ms", r.pareto[i].estimate.iteration_ms},
+                    {"memory_gib", r.pareto[i].estimate.memory_bytes / kGiB}});
+  b["pareto"] = alts;
+  c.breakdown = b.dump();
+  return c;
+}
+
+}  // namespace
+
+int cmd_estimate(const std::vector<std::string>& args) {
+  po::options_description opt("estimate options");
+  Common c;
+  int stages = 1;
+  std::string plan_spec;
+  add_common(opt, c);
+  opt.add_options()
+      ("stages", po::value(&stages)->default_value(1), "pipeline stages")
+      ("plan", po::value(&plan_spec)->default_value(""),
+       "dp=D,tp=T,mb=B[,mbs=M][,layers=L0:L1...]; per-stage values separated by ':'");
+  po::variables_map vm;
+  if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]",
+             args, opt, {}, vm))
+    return 0;
+  Loaded l = load(c);
+  const estimator::Cell cell =
+      estimator::make_cell(l.model.name, l.cm->gpu_type(), c.gpus, stages, c.gpus_per_host);
+  const estimator::Plan plan = estimator::parse_plan(plan_spec, *l.cm, cell, c.batch);
+  const estimator::Estimate e = estimator::estimate(*l.cm, cell, plan);
+  if (vm.count("json")) {
+    auto j = estimate_json(cell, plan, e);
+    j["profile_run_id"] = l.profiles.compute.id;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_estimate(std::cout, cell, plan, e);
+  }
+  return 0;
+}
+
+int cmd_tune(const std::vector<std::string>& args) {
+  po::options_description opt("tune options");
+  Common c;
+  std::string stages_s = "auto";
+  int pareto = 4;
+  add_common(opt, c);
+  opt.add_options()
+      ("stages", po::value(&stages_s)->default_value("auto"), "pipeline stages, or auto (every count dividing --gpus)")
+      ("all", "tune every cell of 1, 2, 4 ... --gpus GPUs and every stage count; store them all")
+      ("pareto", po::value(&pareto)->default_value(4), "plans kept per cell (time vs memory)")
+      ("force", "tune again even when the store holds the cell")
+      ("no-db", "do not read or write cell estimates");
+  po::variables_map vm;
+  if (!parse("cellsched tune --model M --gpu-type T --gpus N [--stages auto|S] [--all] [options]", args, opt, {}, vm))
+    return 0;
+  const bool json = vm.count("json") > 0;
+  const int stages = parse_stages(stages_s);
+  Loaded l = load(c);
+  const estimator::CostModel& cm = *l.cm;
+  tuner::TuneOptions to;
+  to.global_batch = c.batch;
+  to.pareto_size = pareto;
+  const int64_t pid = l.profiles.compute.id;
+  const bool use_db = !vm.count("no-db");
+  std::optional<db::CellStore> store;
+  if (use_db) store.emplace(db::CellStore::open(c.db_path));
+
+  if (vm.count("all")) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<db::CellRecord> recs;
+    std::vector<tuner::TuneResult> results;
+    for (int n = 1; n <= c.gpus; n *= 2) {
+      std::vector<tuner::TuneResult> per;
+      const auto base = estimator::make_cell(l.model.name, cm.gpu_type(), n, 1, c.gpus_per_host);
+      const auto best = tuner::tune_auto(cm, base, to, &per);
+      for (const auto& r : per) recs.push_back(to_record(r, r.cell.stages, c.batch, pid));
+      recs.push_back(to_record(best, 0, c.batch, pid));
+      for (auto& r : per) results.push_back(std::move(r));
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (store) store->save(recs);
+    if (json) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& r : recs)
+        a.push_back({{"gpus", r.hosts * r.gpus_per_host}, {"hosts", r.hosts}, {"stages", r.stages},
+                     {"basis", r.basis}, {"iteration_ms", std::isnan(r.iteration_ms) ? nlohmann::json() : nlohmann::json(r.iteration_ms)},
+                     {"samples_per_s", std::isnan(r.samples_per_s) ? nlohmann::json() : nlohmann::json(r.samples_per_s)},
+                     {"plan", nlohmann::json::parse(r.plan)}});
+      std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"cells", a},
+                                  {"tune_seconds", secs}, {"profile_run_id", pid}}.dump(2) << "\n";
+      return 0;
+    }
+    Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "plan (stage: layers dp x tp)", "mb"});
+    for (const auto& r : recs) {
+      std::string p = "-", mb = "-";
+      if (r.basis != "infeasible") {
+        const auto plan = tuner::plan_from_json(r.plan);
+        p.clear();
+        for (const auto& s : plan.stages)
+          p += (p.empty() ? "" : " | ") + std::to_string(s.num_layers) + "L " + std::to_string(s.dp) + "x" +
+               std::to_string(s.tp);
+        mb = std::to_string(plan.micro_batches) + "x" + std::to_string(plan.micro_batch_size);
+      }
+      const bool inf = r.basis == "infeasible";
+      t.add({std::to_string(r.hosts * r.gpus_per_host), std::to_string(r.hosts), r.stages ? std::to_string(r.stages) : "auto",
+             r.basis, inf ? "-" : fixed(r.iteration_ms, 3), inf ? "-" : fixed(r.samples_per_s, 2),
+             inf ? "-" : fixed(r.memory_gib, 2), p, mb});
+    }
+    t.print(std::cout);
+    std::cout << recs.size() << " cells tuned in " << fixed(secs * 1000, 1) << " ms"
+              << (store ? "; stored in " + c.db_path : "") << "\n";
+    return 0;
+  }
+
+  estimator::Cell cell = estimator::make_cell(l.model.name, cm.gpu_type(), c.gpus, std::max(stages, 1), c.gpus_per_host);
+  // Repeated queries come from the store (when priced from the same profile).
+  if (store && !vm.count("force")) {
+    const auto hit = store->find(cell.model, cell.gpu_type, cell.hosts, cell.gpus_per_host, stages, c.batch);
+    if (hit && hit->profile_run_id == pid) {
+      if (hit->basis == "infeasible") throw InputError("cell does not fit in memory (stored estimate " + std::to_string(hit->id) + ")");
+      const auto plan = tuner::plan_from_json(hit->plan);
+      cell.stages = static_cast<int>(plan.stages.size());
+      const auto e = estimator::estimate(cm, cell, plan);
+      if (json) {
+        auto j = estimate_json(cell, plan, e);
+        j["from_store"] = hit->id;
+        j["profile_run_id"] = pid;
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::cout << "from the store (cell estimate " << hit->id << ", " << hit->created_at << ")\n";
+        print_estimate(std::cout, cell, plan, e);
+      }
+      return 0;
+    }
+  }
+  std::vector<tuner::TuneResult> per;
+  const auto t0 = std::chrono::steady_clock::now();
+  const tuner::TuneResult r = stages == 0 ? tuner::tune_auto(cm, cell, to, &per) : tuner::tune_cell(cm, cell, to);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (store) {
+    std::vector<db::CellRecord> recs;
+    for (const auto& p : per) recs.push_back(to_record(p, p.cell.stages, c.batch, pid));
+    recs.push_back(to_record(r, stages, c.batch, pid));
+    store->save(recs);
+  }
+  if (!r.feasible) {
+    std::cerr << "cellsched tune: no plan of " << c.gpus << " " << cm.gpu_type() << " GPUs fits "
+              << l.model.name << " in memory\n";
+    return 1;
+  }
+  if (json) {
+    auto j = estimate_json(r.cell, r.best().plan, r.best().estimate);
+    j["tune_seconds"] = secs;
+    j["profile_run_id"] = pid;
+    nlohmann::json alts = nlohmann::json::array();
+    for (const auto& p : r.pareto)
+      alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(p.plan))},
+                      {"iteration_ms", p.estimate.iteration_ms}, {"memory_gib", p.estimate.memory_bytes / kGiB}});
+    j["pareto"] = alts;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_estimate(std::cout, r.cell, r.best().plan, r.best().estimate);
+  if (r.pareto.size() > 1) {
+    std::cout << "pareto (time vs memory):\n";
+    for (const auto& p : r.pareto)
+      std::cout << "  " << fixed(p.estimate.iteration_ms, 3) << " ms, " << fixed(p.estimate.memory_bytes / kGiB, 3)
+                << " GiB: " << tuner::plan_json(p.plan) << "\n";
+  }
+  std::cout << "tuned in " << fixed(secs * 1000, 2) << " ms" << (store ? "; stored in " + c.db_path : "") << "\n";
+  return 0;
+}
+
+}  // namespace cellsched::cli

@@ -1,0 +1,33 @@
+// Shared by `estimate`, `tune` and `validate`: choosing profiles from the
+// store and printing an estimate.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model.h"
+#include "core/profile.h"
+#include "estimator/estimator.h"
+
+namespace cellsched::cli {
+
+struct ProfileSelection {
+  ProfileRun compute;
+  std::optional<ProfileRun> comm;
+};
+
+// The compute profile `compute_id`, else the newest of the model on gpu_type,
+// else the newest of the model on any device (extrapolated); the comm profile
+// `comm_id`, else the newest on gpu_type, else none. InputError when missing.
+ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
+                                 int64_t compute_id, int64_t comm_id);
+
+void print_estimate(std::ostream& out, const estimator::Cell& cell, const estimator::Plan& plan,
+                    const estimator::Estimate& e);
+nlohmann::json estimate_json(const estimator::Cell& cell, const estimator::Plan& plan, const estimator::Estimate& e);
+
+}  // namespace cellsched::cli

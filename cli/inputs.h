@@ -1,0 +1,44 @@
+// The inputs every replaying verb (simulate, schedule) shares: options,
+// loading and checking them before anything runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/common.h"
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/throughput.h"
+#include "scheduler/engine.h"
+#include "scheduler/oracle.h"
+
+namespace cellsched::cli {
+
+struct ReplayArgs {
+  std::string trace_path, format, cluster_spec, throughputs, ref_gpu;
+  uint64_t seed = 0;
+  long limit = -1;
+  double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = 1, consolidation_s = 0;
+};
+
+// --trace --format --cluster --throughputs --seed --reference-gpu --limit
+// --round --restart --fork-efficiency --consolidation --horizon
+void add_replay_options(po::options_description& opt, ReplayArgs& a);
+
+struct ReplayInputs {
+  Cluster cluster;
+  ThroughputTable table;
+  Trace trace;
+  std::unique_ptr<ThroughputOracle> oracle;
+  SimOptions options;
+};
+
+// Reads and checks everything; throws InputError naming the file and line.
+ReplayInputs load_replay_inputs(const ReplayArgs& a);
+
+// The LP lower bound that is valid for `policy` (forking and elastic
+// policies are held to the relaxed one); cached per kind in `cache`.
+double bound_for(const Policy& policy, const ReplayInputs& in, double (&cache)[2]);
+
+}  // namespace cellsched::cli

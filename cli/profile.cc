@@ -1,0 +1,408 @@
+// `cellsched profile compute|comm|list|show|export` (and the hidden
+// `comm-worker`, the process `profile comm` launches once per rank).
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/gpu.h"
+#include "core/model.h"
+#include "core/parse_util.h"
+#include "db/profile_store.h"
+#include "profiler/comm.h"
+#include "profiler/compute.h"
+
+namespace cellsched::cli {
+namespace {
+
+std::vector<int> int_list(const std::string& opt, const std::string& text) {
+  std::vector<int> v;
+  for (const auto& item : split_list(text)) {
+    const auto n = detail::to_int(item);
+    if (!n || *n < 1 || *n > 1000000) throw InputError("--" + opt + ": '" + item + "' is not a positive integer");
+    v.push_back(static_cast<int>(*n));
+  }
+  if (v.empty()) throw InputError("--" + opt + ": empty list");
+  return v;
+}
+
+// "4096", "4K", "1M", "1G"; a range "1K..4M" expands to the powers of two in it.
+int64_t parse_bytes(const std::string& s) {
+  std::string t(detail::trim(s));
+  int64_t mult = 1;
+  if (!t.empty()) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+    if (u == 'K' || u == 'M' || u == 'G') {
+      mult = u == 'K' ? 1024 : u == 'M' ? (1 << 20) : (int64_t{1} << 30);
+      t.pop_back();
+    }
+  }
+  const auto n = detail::to_int(t);
+  if (!n || *n < 1 || *n > (int64_t{1} << 40) / mult) throw InputError("--sizes: '" + s + "' is not a size (e.g. 4096, 64K, 1M)");
+  return *n * mult;
+}
+
+std::vector<int64_t> size_list(const std::string& text) {
+  std::vector<int64_t> v;
+  for (const auto& item : split_list(text)) {
+    const auto dots = item.find("..");
+    if (dots == std::string::npos) {
+      v.push_back(parse_bytes(item));
+      continue;
+    }
+    const int64_t lo = parse_bytes(item.substr(0, dots)), hi = parse_bytes(item.substr(dots + 2));
+    if (lo > hi) throw InputError("--sizes: range '" + item + "' runs backwards");
+    for (int64_t b = lo; b <= hi; b *= 2) v.push_back(b);
+  }
+  if (v.empty()) throw InputError("--sizes: empty list");
+  return v;
+}
+
+std::string human_bytes(double b) {
+  if (b >= double(1 << 30)) return fixed(b / double(1 << 30), 1) + " GiB";
+  if (b >= double(1 << 20)) return fixed(b / double(1 << 20), 1) + " MiB";
+  if (b >= 1024) return fixed(b / 1024, 1) + " KiB";
+  return fixed(b, 0) + " B";
+}
+
+// A one-line progress bar on stderr, only when it is a terminal.
+profiler::Progress progress_bar(const std::string& label) {
+  if (!stderr_is_tty()) return {};
+  return [label](size_t done, size_t total, const std::string& what) {
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * done / total) : width;
+    std::cerr << "\r" << label << " [" << std::string(filled, '#') << std::string(width - filled, '.')
+              << "] " << done << "/" << total << " " << what << "\033[K" << std::flush;
+    if (done == total) std::cerr << "\r\033[K" << std::flush;
+  };
+}
+
+nlohmann::json to_json(const ProfileRun& r) {
+  nlohmann::json j = {{"id", r.id},         {"created_at", r.created_at},
+                      {"kind", r.kind},     {"model", r.model},
+                      {"device", r.device}, {"device_type", r.device_type},
+                      {"host", r.host},     {"timer", r.timer},
+                      {"threads", r.threads}, {"repetitions", r.repetitions},
+                      {"versions", r.versions}};
+  if (r.kind == "compute") {
+    j["layers"] = nlohmann::json::array();
+    for (const auto& l : r.layers)
+      j["layers"].push_back({{"layer_index", l.layer_index}, {"layer_name", l.layer_name},
+                             {"shape_key", l.shape_key}, {"tp_degree", l.tp_degree},
+                             {"micro_batch", l.micro_batch}, {"param_bytes", l.param_bytes},
+                             {"activation_bytes", l.activation_bytes}, {"flops", l.flops},
+                             {"fwd_ms", l.fwd_ms}, {"bwd_ms", l.bwd_ms},
+                             {"fwd_spread_ms", l.fwd_spread_ms}, {"bwd_spread_ms", l.bwd_spread_ms},
+                             {"repetitions", l.repetitions}});
+  } else {
+    j["comms"] = nlohmann::json::array();
+    for (const auto& c : r.comms)
+      j["comms"].push_back({{"backend", c.backend}, {"collective", c.collective},
+                            {"hosts", c.hosts}, {"devices_per_host", c.devices_per_host},
+                            {"link", c.link}, {"bytes", c.bytes}, {"time_us", c.time_us},
+                            {"algbw_gbps", c.algbw_gbps}, {"busbw_gbps", c.busbw_gbps},
+                            {"repetitions", c.repetitions}});
+  }
+  return j;
+}
+
+void print_compute(const ProfileRun& r, const ModelSpec* model, std::ostream& out) {
+  std::map<std::string, int> count;  // layers per shape
+  if (model)
+    for (const auto& l : model->layers) ++count[l.shape_key];
+  Table t({"layer", "x", "tp", "mb", "params", "GFLOP", "fwd ms", "+-", "bwd ms", "+-", "GFLOP/s"});
+  for (const auto& l : r.layers) {
+    const double s = (l.fwd_ms + l.bwd_ms) / 1e3;
+    t.add({l.layer_name, model ? std::to_string(count[l.shape_key]) : "-", std::to_string(l.tp_degree),
+           std::to_string(l.micro_batch), human_bytes(l.param_bytes), fixed(l.flops / 1e9, 3),
+           fixed(l.fwd_ms, 3), fixed(l.fwd_spread_ms, 3), fixed(l.bwd_ms, 3), fixed(l.bwd_spread_ms, 3),
+           s > 0 ? fixed(3 * l.flops / 1e9 / s, 1) : "-"});
+  }
+  t.print(out);
+}
+
+void print_comm(const ProfileRun& r, std::ostream& out) {
+  Table t({"collective", "ranks", "bytes", "time us", "algbw GB/s", "busbw GB/s"});
+  for (const auto& c : r.comms)
+    t.add({c.collective, std::to_string(c.hosts) + "x" + std::to_string(c.devices_per_host),
+           std::to_string(c.bytes), fixed(c.time_us, 1), fixed(c.algbw_gbps, 3), fixed(c.busbw_gbps, 3)});
+  t.print(out);
+}
+
+void print_header(const ProfileRun& r, std::ostream& out) {
+  out << "profile " << r.id << " (" << r.kind << ") " << (r.model.empty() ? "" : r.model + " ") << "on "
+      << r.device << " [" << r.device_type << "], host " << r.host << ", timer " << r.timer;
+  if (r.threads) out << ", " << r.threads << " threads";
+  out << ", " << r.repetitions << " reps, " << r.created_at;
+  for (const auto& [k, v] : r.versions) out << ", " << k << " " << v;
+  out << "\n";
+}
+
+std::string checked_gpu_type(const std::string& s) { return s.empty() ? s : canonical_gpu_name(s); }
+
+int profile_compute(const std::vector<std::string>& args) {
+  po::options_description opt("profile compute options");
+  std::string model_name, device, gpu_type, mbs, tps, timer, input_shape, db_path;
+  int reps = 0, warmup = -1, threads = 0;
+  opt.add_options()
+      ("model", po::value(&model_name)->required(), "zoo name (gpt-350m, moe-tiny, wrn-28-10, ...), a .yaml description or a TorchScript .pt")
+      ("device", po::value(&device)->default_value("cpu"), "cpu or cuda:N")
+      ("gpu-type", po::value(&gpu_type), "catalogue name to file the profile under (default: cpu / detected GPU)")
+      ("micro-batches", po::value(&mbs)->default_value("1,2"), "micro-batch sizes")
+      ("tp", po::value(&tps)->default_value("1,2,4,8"), "tensor-parallel degrees (1, 2, 4, 8)")
+      ("reps", po::value(&reps), "timed repetitions per measurement (default 3 on cpu, 20 on cuda)")
+      ("warmup", po::value(&warmup), "untimed repetitions first (default 1 on cpu, 5 on cuda)")
+      ("threads", po::value(&threads)->default_value(0), "CPU threads (0 = all cores)")
+      ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
+      ("input-shape", po::value(&input_shape), "TorchScript: one sample's input shape, e.g. 16 or 3,32,32")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file")
+      ("no-db", "do not store the profile")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched profile compute --model NAME [--device cpu|cuda:N] [options]", args, opt, {}, vm)) return 0;
+  profiler::ComputeOptions o;
+  o.device = device;
+  o.device_type = checked_gpu_type(gpu_type);
+  o.micro_batches = int_list("micro-batches", mbs);
+  o.tp_degrees = int_list("tp", tps);
+  const bool cpu = device == "cpu";
+  o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
+  o.warmup = warmup >= 0 ? warmup : (cpu ? 1 : 5);
+  o.threads = threads;
+  o.timer = timer;
+  ModelSpec model = load_model(model_name);
+  if (vm.count("input-shape")) model.input_shape = int_list("input-shape", input_shape);
+  o.progress = progress_bar("profiling " + model.name);
+  auto backend = profiler::make_compute_backend(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfileRun run = profiler::profile_compute(*backend, model, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The store is opened only now, so bad input leaves no file behind.
+  std::optional<db::ProfileStore> store;
+  if (!vm.count("no-db")) store.emplace(db::ProfileStore::open(db_path));
+  if (store) store->save(run);
+  if (vm.count("json")) {
+    nlohmann::json j = to_json(run);
+    j["wall_s"] = secs;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_header(run, std::cout);
+  print_compute(run, &model, std::cout);
+  double fwd = 0, bwd = 0;
+  for (const auto& l : run.layers) (fwd += l.fwd_ms), (bwd += l.bwd_ms);
+  std::cout << run.layers.size() << " measurements of " << model.layers.size() << " layers in "
+            << fixed(secs, 1) << " s (timed medians: forward " << fixed(fwd / 1e3, 2) << " s, backward "
+            << fixed(bwd / 1e3, 2) << " s per repetition)";
+  if (store) std::cout << "; stored as profile " << run.id << " in " << db_path;
+  std::cout << "\n";
+  return 0;
+}
+
+std::vector<std::string> worker_command() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return {ec ? std::string("/proc/self/exe") : self.string(), "profile", "comm-worker"};
+}
+
+int profile_comm(const std::vector<std::string>& args) {
+  po::options_description opt("profile comm options");
+  std::string backend, sizes, colls, gpu_type, db_path;
+  int ranks = 2, dpp = 1, reps = 0, warmup = -1;
+  double timeout = 600;
+  opt.add_options()
+      ("backend", po::value(&backend)->default_value("gloo"), "gloo (CPU processes) or nccl (GPUs)")
+      ("ranks", po::value(&ranks)->default_value(2), "group size: processes (gloo) or GPUs (nccl)")
+      ("devices-per-process", po::value(&dpp)->default_value(1), "nccl: GPUs one process drives")
+      ("sizes", po::value(&sizes), "message sizes: list and/or ranges of powers of two (default 1K..4M gloo, 1K..256M nccl)")
+      ("collectives", po::value(&colls), "all_reduce,all_gather,reduce_scatter,all_to_all,send_recv (default all)")
+      ("reps", po::value(&reps), "timed repetitions per size (default 5 gloo, 20 nccl)")
+      ("warmup", po::value(&warmup), "untimed repetitions first (default 1 gloo, 5 nccl)")
+      ("gpu-type", po::value(&gpu_type), "catalogue name to file the profile under")
+      ("timeout", po::value(&timeout)->default_value(600), "seconds before the workers are killed")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file")
+      ("no-db", "do not store the profile")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched profile comm --backend gloo|nccl --ranks N [options]", args, opt, {}, vm)) return 0;
+  profiler::CommOptions o;
+  o.backend = backend;
+  o.ranks = ranks;
+  o.devices_per_process = dpp;
+  if (vm.count("sizes")) o.sizes = size_list(sizes);
+  if (vm.count("collectives")) o.collectives = split_list(colls);
+  const bool gloo = backend == "gloo";
+  o.repetitions = vm.count("reps") ? reps : (gloo ? 5 : 20);
+  o.warmup = warmup >= 0 ? warmup : (gloo ? 1 : 5);
+  o.device_type = checked_gpu_type(gpu_type);
+  if (!(timeout > 0)) throw InputError("--timeout must be positive");
+  o.timeout_s = timeout;
+  o.worker_command = worker_command();
+  o.progress = progress_bar(backend + " x" + std::to_string(ranks));
+  const auto t0 = std::chrono::steady_clock::now();
+  ProfileRun run = profiler::profile_comm(o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::optional<db::ProfileStore> store;
+  if (!vm.count("no-db")) store.emplace(db::ProfileStore::open(db_path));
+  if (store) store->save(run);
+  if (vm.count("json")) {
+    nlohmann::json j = to_json(run);
+    j["wall_s"] = secs;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_header(run, std::cout);
+  print_comm(run, std::cout);
+  std::cout << run.comms.size() << " measurements in " << fixed(secs, 1) << " s";
+  if (store) std::cout << "; stored as profile " << run.id << " in " << db_path;
+  std::cout << "\n";
+  return 0;
+}
+
+int profile_comm_worker(const std::vector<std::string>& args) {
+  return profiler::run_comm_worker(profiler::parse_worker_argv(args));
+}
+
+db::ProfileStore open_existing(const std::string& path) {
+  if (path != ":memory:" && !std::filesystem::exists(path))
+    throw InputError(path + ": no such database (run `cellsched profile compute` first, or pass --db)");
+  return db::ProfileStore::open(path);
+}
+
+int profile_list(const std::vector<std::string>& args) {
+  po::options_description opt("profile list options");
+  std::string path;
+  opt.add_options()("db", po::value(&path)->default_value(default_db_path()), "SQLite file")("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched profile list [--db PATH] [--json]", args, opt, {}, vm)) return 0;
+  const auto list = open_existing(path).list();
+  if (vm.count("json")) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& s : list)
+      a.push_back({{"id", s.id}, {"created_at", s.created_at}, {"kind", s.kind}, {"model", s.model},
+                   {"device", s.device}, {"device_type", s.device_type}, {"host", s.host},
+                   {"timer", s.timer}, {"threads", s.threads}, {"repetitions", s.repetitions},
+                   {"records", s.records}});
+    std::cout << a.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"profile", "created (UTC)", "kind", "model", "device", "type", "host", "timer", "reps", "records"});
+  for (const auto& s : list)
+    t.add({std::to_string(s.id), s.created_at, s.kind, s.model.empty() ? "-" : s.model, s.device,
+           s.device_type, s.host, s.timer, std::to_string(s.repetitions), std::to_string(s.records)});
+  t.print(std::cout);
+  return 0;
+}
+
+ProfileRun load_or_fail(const db::ProfileStore& store, const std::string& path, int64_t id) {
+  auto r = store.load(id);
+  if (!r) throw InputError(path + ": no profile " + std::to_string(id) + " (see cellsched profile list)");
+  return *r;
+}
+
+int profile_show(const std::vector<std::string>& args) {
+  po::options_description opt("profile show options");
+  std::string path;
+  int64_t id = 0;
+  opt.add_options()("id", po::value(&id)->required(), "profile id")
+      ("db", po::value(&path)->default_value(default_db_path()), "SQLite file")("json", "print JSON");
+  po::positional_options_description pos;
+  pos.add("id", 1);
+  po::variables_map vm;
+  if (!parse("cellsched profile show ID [--db PATH] [--json]", args, opt, pos, vm)) return 0;
+  const ProfileRun r = load_or_fail(open_existing(path), path, id);
+  if (vm.count("json")) {
+    std::cout << to_json(r).dump(2) << "\n";
+    return 0;
+  }
+  print_header(r, std::cout);
+  if (r.kind == "compute") {
+    std::optional<ModelSpec> model;
+    try {
+      model = load_model(r.model);
+    } catch (const InputError&) {
+    }
+    print_compute(r, model ? &*model : nullptr, std::cout);
+  } else {
+    print_comm(r, std::cout);
+  }
+  return 0;
+}
+
+void write_csv(const ProfileRun& r, std::ostream& out) {
+  auto q = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string e = "\"";
+    for (char c : s) e += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return e + "\"";
+  };
+  auto d = [](double v) { return detail::format_double(v); };
+  if (r.kind == "compute") {
+    out << "profile_id,model,device_type,layer_index,layer_name,shape_key,tp_degree,micro_batch,"
+           "param_bytes,activation_bytes,flops,fwd_ms,bwd_ms,fwd_spread_ms,bwd_spread_ms,repetitions\n";
+    for (const auto& l : r.layers)
+      out << r.id << "," << q(r.model) << "," << q(r.device_type) << "," << l.layer_index << ","
+          << q(l.layer_name) << "," << q(l.shape_key) << "," << l.tp_degree << "," << l.micro_batch << ","
+          << d(l.param_bytes) << "," << d(l.activation_bytes) << "," << d(l.flops) << "," << d(l.fwd_ms)
+          << "," << d(l.bwd_ms) << "," << d(l.fwd_spread_ms) << "," << d(l.bwd_spread_ms) << ","
+          << l.repetitions << "\n";
+  } else {
+    out << "profile_id,device_type,backend,collective,hosts,devices_per_host,link,bytes,time_us,"
+           "algbw_gbps,busbw_gbps,repetitions\n";
+    for (const auto& c : r.comms)
+      out << r.id << "," << q(r.device_type) << "," << c.backend << "," << c.collective << "," << c.hosts
+          << "," << c.devices_per_host << "," << q(c.link) << "," << c.bytes << "," << d(c.time_us) << ","
+          << d(c.algbw_gbps) << "," << d(c.busbw_gbps) << "," << c.repetitions << "\n";
+  }
+}
+
+int profile_export(const std::vector<std::string>& args) {
+  po::options_description opt("profile export options");
+  std::string path, format, out_path;
+  int64_t id = 0;
+  opt.add_options()("id", po::value(&id)->required(), "profile id")
+      ("format", po::value(&format)->default_value("csv"), "csv or json")
+      ("output,o", po::value(&out_path), "file (default: standard output)")
+      ("db", po::value(&path)->default_value(default_db_path()), "SQLite file");
+  po::positional_options_description pos;
+  pos.add("id", 1);
+  po::variables_map vm;
+  if (!parse("cellsched profile export ID [--format csv|json] [-o FILE] [--db PATH]", args, opt, pos, vm)) return 0;
+  if (format != "csv" && format != "json") throw InputError("--format: '" + format + "' is not csv or json");
+  const ProfileRun r = load_or_fail(open_existing(path), path, id);
+  std::ofstream file;
+  if (vm.count("output")) {
+    file.open(out_path);
+    if (!file) throw InputError(out_path + ": cannot write");
+  }
+  std::ostream& out = vm.count("output") ? static_cast<std::ostream&>(file) : std::cout;
+  if (format == "json")
+    out << to_json(r).dump(2) << "\n";
+  else
+    write_csv(r, out);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_profile(const std::vector<std::string>& args) {
+  static const std::map<std::string, int (*)(const std::vector<std::string>&)> subs = {
+      {"compute", profile_compute}, {"comm", profile_comm}, {"comm-worker", profile_comm_worker},
+      {"list", profile_list},       {"show", profile_show}, {"export", profile_export}};
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << "usage: cellsched profile compute|comm|list|show|export [options]\n"
+                 "  compute  time forward and backward of each distinct layer shape\n"
+                 "  comm     time collectives over message sizes (gloo or nccl)\n"
+                 "  list     stored profiles\n  show ID  one profile\n  export ID  CSV or JSON\n";
+    return args.empty() ? 2 : 0;
+  }
+  const auto it = subs.find(args[0]);
+  if (it == subs.end()) throw InputError("unknown profile command '" + args[0] + "' (compute, comm, list, show, export)");
+  return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+}  // namespace cellsched::cli

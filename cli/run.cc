@@ -1,0 +1,348 @@
+// The online runner's verbs: run, submit, status, cancel. This file is the
+// composition root of the runner: the only place with #if for LibTorch.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/throughput.h"
+#include "db/online.h"
+#include "runner/checkpoint.h"
+#include "runner/executor.h"
+#include "runner/process.h"
+#include "runner/runner.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policy.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cellsched::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a sleeping runner wakes up at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::string stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Refuses to create a database for the read-only verbs.
+void require_db(const std::string& path) {
+  if (!fs::exists(path)) throw InputError(path + ": no such database (start `cellsched run --db " + path + "`)");
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  std::string nodes, db_path, throughputs, executor_kind, work_dir;
+  runner::RunnerOptions o;
+  runner::ExecutorOptions eo;
+  std::vector<std::string> ssh_options;
+  bool quiet = false;
+  po::options_description opts("options");
+  opts.add_options()
+      ("nodes", po::value(&nodes)->required(), "node list (YAML; or a shorthand like v100:4)")
+      ("policy", po::value(&o.policy)->default_value("hadare"), "scheduling policy")
+      ("round", po::value(&o.round_s)->default_value(60), "round length, seconds")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
+      ("rounds", po::value(&o.max_rounds)->default_value(-1), "stop after N rounds (default: run until stopped)")
+      ("until-idle", po::bool_switch(&o.until_idle), "stop once no job is queued or running")
+      ("executor", po::value(&executor_kind)->default_value("local"), "local | ssh | slurm")
+      ("grace", po::value(&o.grace_s)->default_value(10), "seconds between SIGTERM and SIGKILL")
+      ("max-failures", po::value(&o.max_failures)->default_value(3), "failed launches a job may retry")
+      ("poll", po::value(&o.poll_s)->default_value(0.2), "seconds between progress reads")
+      ("work-dir", po::value(&work_dir), "launch logs, exit and progress files (default: <db>.d)")
+      ("keep-checkpoints", po::bool_switch(&o.keep_checkpoints), "keep the copies' checkpoints after averaging")
+      ("fork-efficiency", po::value(&o.fork_efficiency)->default_value(1.0), "what a forked copy's iteration is worth, (0, 1]")
+      ("restart", po::value(&o.restart_s)->default_value(30), "restart overhead the policies assume, seconds")
+      ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON); '' for none")
+      ("prior", po::value(&o.prior_per_gpu)->default_value(1.0), "iterations/s per GPU assumed for a job nothing knows yet")
+      ("ssh", po::value(&eo.ssh_program)->default_value("ssh"), "ssh client (executor ssh)")
+      ("ssh-option", po::value(&ssh_options)->composing(), "extra ssh client argument (repeatable)")
+      ("srun", po::value(&eo.srun)->default_value("srun"), "srun (executor slurm)")
+      ("scancel", po::value(&eo.scancel)->default_value("scancel"), "scancel (executor slurm)")
+      ("partition", po::value(&eo.partition), "Slurm partition (executor slurm)")
+      ("quiet,q", po::bool_switch(&quiet), "no log on stderr");
+  po::variables_map vm;
+  if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
+  if (!(o.round_s > 0)) throw InputError("--round must be positive");
+  if (o.grace_s < 0) throw InputError("--grace must not be negative");
+  if (!(o.poll_s > 0)) throw InputError("--poll must be positive");
+  if (!(o.fork_efficiency > 0) || o.fork_efficiency > 1) throw InputError("--fork-efficiency must be in (0, 1]");
+  if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
+  const Cluster cluster = load_cluster(nodes);
+  runner::validate_nodes(cluster, nodes);
+  {
+    bool known = false;
+    for (const std::string& n : policy_names()) known = known || n == o.policy;
+    if (!known) throw InputError("unknown policy '" + o.policy + "' (" + all_policies() + ")");
+  }
+  eo.kind = executor_kind;
+  eo.ssh_options = ssh_options;
+  const auto executor = runner::make_executor(eo);
+  std::optional<ThroughputTable> table;
+  std::unique_ptr<TableOracle> base;
+  if (!throughputs.empty()) {
+    table = load_gavel_throughputs(throughputs);
+    base = std::make_unique<TableOracle>(*table);
+  }
+  std::unique_ptr<runner::CheckpointAverager> averager;
+#if defined(CELLSCHED_HAVE_TORCH)
+  averager = runner::make_torch_averager();
+#endif
+  db::OnlineStore store = db::OnlineStore::open(db_path);
+  o.work_dir = work_dir;
+  o.stop = &g_stop;
+  if (!quiet) o.log = [](const std::string& m) { std::cerr << stamp() << " " << m << std::endl; };
+  install_handlers();
+  if (o.log)
+    o.log("cellsched run: " + std::to_string(cluster.nodes.size()) + " nodes, " +
+          std::to_string(cluster.total_gpus()) + " GPUs, policy " + o.policy + ", round " + num(o.round_s) +
+          " s, executor " + executor->name() + ", averaging " + (averager ? averager->name() : "off") +
+          ", db " + db_path);
+  runner::Runner r(store, cluster, *executor, base.get(), averager.get(), o);
+  r.run();
+  if (o.log) o.log(g_stop.load() ? "stopped by signal" : "done");
+  return 0;
+}
+
+int cmd_submit(const std::vector<std::string>& all_args) {
+  // Everything after `--` is the command, untouched.
+  std::vector<std::string> args, command;
+  bool in_command = false;
+  for (const std::string& a : all_args) {
+    if (!in_command && a == "--") in_command = true;
+    else if (in_command) command.push_back(a);
+    else args.push_back(a);
+  }
+  db::OnlineJob j;
+  std::string db_path;
+  bool as_json = false;
+  po::options_description opts("options");
+  opts.add_options()
+      ("name", po::value(&j.name), "job name (default job-<id>)")
+      ("job-type", po::value(&j.job_type), "throughput-table job type, e.g. 'ResNet-18 (batch size 64)'")
+      ("model", po::value(&j.model), "model name")
+      ("batch", po::value(&j.batch_size)->default_value(0), "batch size")
+      ("iterations", po::value(&j.iterations)->required(), "iterations to train (> 0)")
+      ("gpus", po::value(&j.gpus)->default_value(1), "GPUs as one gang (> 0)")
+      ("weight", po::value(&j.weight)->default_value(1.0), "priority weight (> 0)")
+      ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <db>.d/job-<id>)")
+      ("workdir", po::value(&j.workdir), "working directory of the processes (default: here)")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
+      ("json", po::bool_switch(&as_json), "print the job as JSON");
+  po::variables_map vm;
+  if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
+  if (command.empty()) throw InputError("submit: no command: put it after `--`, e.g. `-- python3 train.py`");
+  if (command[0].empty()) throw InputError("submit: the command name is empty");
+  if (!(j.iterations > 0) || !std::isfinite(j.iterations))
+    throw InputError("submit: --iterations must be positive (got " + num(j.iterations) + ")");
+  if (j.gpus <= 0) throw InputError("submit: --gpus must be positive (got " + std::to_string(j.gpus) + ")");
+  if (!(j.weight > 0)) throw InputError("submit: --weight must be positive");
+  if (j.batch_size < 0) throw InputError("submit: --batch must not be negative");
+  if (j.job_type.empty() && !j.model.empty())
+    j.job_type = j.batch_size > 0 ? j.model + " (batch size " + std::to_string(j.batch_size) + ")" : j.model;
+  if (j.model.empty() && !j.job_type.empty()) {
+    const auto [model, batch] = split_job_type(j.job_type);
+    j.model = model;
+    if (j.batch_size == 0) j.batch_size = batch;
+  }
+  j.workdir = fs::absolute(j.workdir.empty() ? fs::current_path() : fs::path(j.workdir)).lexically_normal().string();
+  if (!fs::is_directory(j.workdir)) throw InputError("submit: --workdir " + j.workdir + ": no such directory");
+  db::OnlineStore store = db::OnlineStore::open(db_path);
+  // Checks against what the runner announced (its node list and executor).
+  const std::string executor = store.meta("executor").value_or("local");
+  if (executor == "local") {
+    const std::string exe = command[0].find('/') == std::string::npos
+                                ? runner::find_executable(command[0])
+                                : (fs::path(j.workdir) / command[0]).string();
+    if (exe.empty() || access(exe.c_str(), X_OK) != 0)
+      throw InputError("submit: command '" + command[0] + "' is not an executable here (not found in PATH, or not executable)");
+  }
+  if (const auto nodes = store.meta("nodes")) {
+    // The runner's node list is stored as YAML; count its GPUs.
+    int total = 0;
+    std::istringstream in(*nodes);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto p = line.find("gpus:");
+      if (p != std::string::npos) total += std::atoi(line.c_str() + p + 5);
+    }
+    if (total > 0 && j.gpus > total)
+      throw InputError("submit: --gpus " + std::to_string(j.gpus) + " is more than the runner's " +
+                       std::to_string(total) + " GPUs");
+  }
+  j.command = command;
+  j.submitted_at = unix_now();
+  // Empty: the runner uses <work dir>/job-<id>.
+  if (!j.checkpoint_dir.empty()) j.checkpoint_dir = fs::absolute(j.checkpoint_dir).lexically_normal().string();
+  store.submit(j);
+  if (as_json) {
+    std::cout << json{{"id", j.id}, {"name", j.name}, {"state", j.state}}.dump() << "\n";
+  } else {
+    std::cout << j.id << "\n";
+  }
+  return 0;
+}
+
+int cmd_status(const std::vector<std::string>& args) {
+  std::string db_path;
+  bool as_json = false;
+  po::options_description opts("options");
+  opts.add_options()
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
+      ("json", po::bool_switch(&as_json), "machine-readable output");
+  po::variables_map vm;
+  if (!parse("cellsched status [--db PATH] [--json]", args, opts, {}, vm)) return 0;
+  require_db(db_path);
+  db::OnlineStore store = db::OnlineStore::open(db_path);
+  const std::vector<db::OnlineJob> jobs = store.jobs(false);
+  const std::vector<db::OnlineLaunch> live = store.live_launches();
+  std::map<int64_t, std::vector<const db::OnlineLaunch*>> by_job;
+  for (const auto& l : live) by_job[l.job_id].push_back(&l);
+  Cluster cluster;
+  if (const auto y = store.meta("nodes")) {
+    const fs::path tmp = fs::temp_directory_path() / ("cellsched-nodes-" + std::to_string(getpid()) + ".yaml");
+    { std::ofstream(tmp) << *y; }
+    try {
+      cluster = load_cluster_yaml(tmp.string());
+    } catch (const std::exception&) {
+    }
+    fs::remove(tmp);
+  }
+  std::map<std::string, int> used;
+  for (const auto& l : live)
+    if (l.state == "running" || l.state == "stopping")
+      for (const auto& p : l.procs) used[p.node_name] += p.gpus;
+  const int64_t last = store.last_round();
+  const auto round = last ? store.round(last) : std::nullopt;
+  const std::string pid = store.meta("runner_pid").value_or("0");
+  const bool runner_alive = pid != "0" && kill(std::atoi(pid.c_str()), 0) == 0;
+
+  auto done_of = [&](const db::OnlineJob& j) {
+    double d = j.iterations_done;
+    for (const auto* l : by_job[j.id])
+      if (l->state != "planned") d += l->iterations;
+    return d;
+  };
+  if (as_json) {
+    json out;
+    out["runner"] = {{"pid", std::atoll(pid.c_str())},
+                     {"alive", runner_alive},
+                     {"policy", store.meta("policy").value_or("")},
+                     {"executor", store.meta("executor").value_or("")}};
+    out["rounds"] = last;
+    if (round) out["last_round"] = {{"round", round->round}, {"started_at", round->started_at},
+                                    {"decision_ms", round->decision_ms},
+                                    {"allocations", json::parse(round->allocations, nullptr, false)}};
+    out["jobs"] = json::array();
+    for (const auto& j : jobs) {
+      json copies = json::array();
+      for (const auto* l : by_job[j.id]) {
+        json procs = json::array();
+        for (const auto& p : l->procs)
+          procs.push_back({{"node", p.node_name}, {"gpus", p.gpus}, {"gpu_ids", p.gpu_ids}, {"pid", p.pid}});
+        copies.push_back({{"launch", l->id}, {"copy", l->copy}, {"state", l->state},
+                          {"iterations", l->iterations}, {"procs", procs}});
+      }
+      out["jobs"].push_back({{"id", j.id}, {"name", j.name}, {"state", j.state}, {"job_type", j.job_type},
+                             {"gpus", j.gpus}, {"iterations", j.iterations},
+                             {"iterations_done", j.iterations_done}, {"progress", done_of(j)},
+                             {"checkpoint", j.checkpoint}, {"epoch", j.epoch}, {"failures", j.failures},
+                             {"last_error", j.last_error}, {"cancel_requested", j.cancel_requested},
+                             {"command", j.command}, {"copies", copies}});
+    }
+    out["nodes"] = json::array();
+    for (const Node& n : cluster.nodes)
+      out["nodes"].push_back({{"name", n.name}, {"address", n.address}, {"gpu_type", n.gpu_type},
+                              {"gpus", n.gpus}, {"used", used[n.name]}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "runner: " << (runner_alive ? "running (pid " + pid + ")" : std::string("not running"))
+            << ", policy " << store.meta("policy").value_or("-") << ", executor "
+            << store.meta("executor").value_or("-") << ", rounds " << last << "\n\n";
+  Table t({"job", "name", "state", "gpus", "done", "total", "copies", "placement", "failures"});
+  for (const auto& j : jobs) {
+    std::string where;
+    int copies = 0;
+    for (const auto* l : by_job[j.id]) {
+      if (l->state != "running" && l->state != "stopping") continue;
+      ++copies;
+      for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + std::to_string(p.gpus);
+    }
+    t.add({std::to_string(j.id), j.name, j.state, std::to_string(j.gpus), num(std::floor(done_of(j))),
+           num(j.iterations), std::to_string(copies), where.empty() ? "-" : where, std::to_string(j.failures)});
+  }
+  t.print(std::cout);
+  if (!cluster.nodes.empty()) {
+    std::cout << "\n";
+    Table n({"node", "gpu type", "gpus", "used"});
+    for (const Node& node : cluster.nodes)
+      n.add({node.name, node.gpu_type, std::to_string(node.gpus), std::to_string(used[node.name])});
+    n.print(std::cout);
+  }
+  return 0;
+}
+
+int cmd_cancel(const std::vector<std::string>& args) {
+  std::string db_path;
+  int64_t id = 0;
+  po::options_description opts("options");
+  opts.add_options()
+      ("job", po::value(&id)->required(), "job id")
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)");
+  po::positional_options_description pos;
+  pos.add("job", 1);
+  po::variables_map vm;
+  if (!parse("cellsched cancel JOB [--db PATH]", args, opts, pos, vm)) return 0;
+  require_db(db_path);
+  db::OnlineStore store = db::OnlineStore::open(db_path);
+  const auto state = store.request_cancel(id);
+  if (!state) throw InputError("cancel: no job " + std::to_string(id) + " in " + db_path);
+  if (*state == "cancelled") std::cout << "job " << id << " cancelled\n";
+  else if (*state == "queued" || *state == "running")
+    std::cout << "job " << id << ": cancel requested (the runner stops it)\n";
+  else std::cout << "job " << id << " already " << *state << "\n";
+  return 0;
+}
+
+}  // namespace cellsched::cli

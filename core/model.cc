@@ -1,0 +1,405 @@
+// The analytic model zoo: GPT-style decoders, a mixture-of-experts variant and
+// Wide-ResNets, described layer by layer with parameter counts, FLOPs and
+// activation sizes. The profiler builds LibTorch modules from the same specs.
+#include "core/model.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "core/error.h"
+#include "core/parse_util.h"
+
+namespace cellsched {
+
+double ModelSpec::total_params() const {
+  return std::accumulate(layers.begin(), layers.end(), 0.0,
+                         [](double s, const LayerSpec& l) { return s + l.params; });
+}
+
+namespace {
+
+
+// ---- GPT ------------------------------------------------------------------
+
+// One decoder block (pre-LN): attention QKV + output projection, 4h MLP.
+// Parameters 12h^2 + 13h; forward FLOPs per sequence 24 s h^2 + 4 s^2 h
+// (matmuls only, 2 FLOPs per multiply-add); saved activations per Megatron's
+// estimate s h (34 + 5 a s / h) bytes at 2 bytes per value, scaled to bpv.
+LayerSpec decoder_layer(const ModelSpec& m, int i) {
+  const double h = m.hidden, s = m.seq, a = m.heads, bpv = m.bytes_per_value;
+  LayerSpec l;
+  l.name = "block." + std::to_string(i);
+  l.kind = "decoder";
+  l.shape_key = "decoder:h" + std::to_string(m.hidden) + ":a" + std::to_string(m.heads) + ":s" +
+                std::to_string(m.seq);
+  l.params = 12 * h * h + 13 * h;
+  l.flops_per_sample = 24 * s * h * h + 4 * s * s * h;
+  l.activation_bytes_per_sample = s * h * bpv;
+  l.saved_bytes_per_sample = s * h * (34 + 5 * a * s / h) * bpv / 2;
+  l.tensor_parallel = true;
+  return l;
+}
+
+// A decoder block whose MLP is `experts` experts with top-k routing.
+LayerSpec moe_layer(const ModelSpec& m, int i) {
+  const double h = m.hidden, s = m.seq, a = m.heads, bpv = m.bytes_per_value;
+  const double e = m.experts, k = m.top_k;
+  LayerSpec l;
+  l.name = "block." + std::to_string(i);
+  l.kind = "moe_decoder";
+  l.shape_key = "moe:h" + std::to_string(m.hidden) + ":a" + std::to_string(m.heads) + ":s" +
+                std::to_string(m.seq) + ":e" + std::to_string(m.experts) + ":k" +
+                std::to_string(m.top_k);
+  l.params = 4 * h * h + 4 * h + e * (8 * h * h + 5 * h) + h * e + 4 * h;
+  l.flops_per_sample = 8 * s * h * h + 4 * s * s * h + k * 16 * s * h * h + 2 * s * h * e;
+  l.activation_bytes_per_sample = s * h * bpv;
+  l.saved_bytes_per_sample = s * h * (16 + 5 * a * s / h + k * 18) * bpv / 2;
+  l.tensor_parallel = true;
+  return l;
+}
+
+void add_gpt_layers(ModelSpec& m) {
+  const double h = m.hidden, s = m.seq, v = m.vocab, bpv = m.bytes_per_value;
+  LayerSpec emb;
+  emb.name = "embedding";
+  emb.kind = "embedding";
+  emb.shape_key = "embedding:v" + std::to_string(m.vocab) + ":h" + std::to_string(m.hidden) +
+                  ":s" + std::to_string(m.seq);
+  emb.params = v * h + s * h;
+  emb.flops_per_sample = s * h;  // the position add
+  emb.activation_bytes_per_sample = s * h * bpv;
+  emb.saved_bytes_per_sample = s * 8;  // token ids
+  emb.tensor_parallel = true;          // vocabulary-parallel
+  m.layers.push_back(emb);
+  for (int i = 0; i < m.num_layers; ++i) {
+    // MoE models alternate dense and expert blocks (GShard / Switch style).
+    if (m.family == "moe" && i % 2 == 1)
+      m.layers.push_back(moe_layer(m, i));
+    else
+      m.layers.push_back(decoder_layer(m, i));
+  }
+  LayerSpec head;
+  head.name = "head";
+  head.kind = "head";
+  head.shape_key = "head:v" + std::to_string(m.vocab) + ":h" + std::to_string(m.hidden) + ":s" +
+                   std::to_string(m.seq);
+  head.params = v * h + 2 * h;  // final layer norm + output projection
+  head.flops_per_sample = 2 * s * h * v;
+  head.activation_bytes_per_sample = s * v * bpv;  // logits
+  head.saved_bytes_per_sample = s * h * bpv + s * v * bpv;
+  head.tensor_parallel = true;
+  m.layers.push_back(head);
+}
+
+ModelSpec gpt(std::string name, int hidden, int layers, int heads, int seq, int vocab) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = "gpt";
+  m.hidden = hidden;
+  m.num_layers = layers;
+  m.heads = heads;
+  m.seq = seq;
+  m.vocab = vocab;
+  return m;
+}
+
+// ---- Wide-ResNet ----------------------------------------------------------
+
+double conv_params(double in, double out, double k) { return in * out * k * k; }
+
+// A convolutional layer's FLOPs per image: 2 x params x output pixels.
+double conv_flops(double in, double out, double k, double out_spatial) {
+  return 2 * conv_params(in, out, k) * out_spatial * out_spatial;
+}
+
+std::string conv_key(const LayerSpec& l) {
+  return l.kind + ":" + (l.mid_channels ? "bottleneck" : "basic") + ":i" +
+         std::to_string(l.in_channels) + ":m" + std::to_string(l.mid_channels) + ":o" +
+         std::to_string(l.out_channels) + ":s" + std::to_string(l.stride) + ":x" +
+         std::to_string(l.spatial);
+}
+
+// Residual block: basic (two 3x3 convs, CIFAR WRN-d-k) or bottleneck (1x1,
+// 3x3, 1x1; ImageNet WRN-50-2). A 1x1 projection when the shape changes.
+LayerSpec residual_block(const ModelSpec& m, const std::string& name, int in, int mid, int out,
+                         int stride, int spatial) {
+  LayerSpec l;
+  l.name = name;
+  l.kind = "residual_block";
+  l.in_channels = in;
+  l.mid_channels = mid;
+  l.out_channels = out;
+  l.stride = stride;
+  l.spatial = spatial;
+  const double so = spatial / stride, si = spatial, bpv = m.bytes_per_value;
+  double params = 0, flops = 0, saved = 0;
+  if (mid == 0) {
+    params = conv_params(in, out, 3) + conv_params(out, out, 3) + 2 * (in + out);  // + BN
+    flops = conv_flops(in, out, 3, so) + conv_flops(out, out, 3, so);
+    saved = (2 * in * si * si + 3 * out * so * so) * bpv;
+  } else {
+    params = conv_params(in, mid, 1) + conv_params(mid, mid, 3) + conv_params(mid, out, 1) +
+             2 * (2 * mid + out);
+    flops = conv_flops(in, mid, 1, si) + conv_flops(mid, mid, 3, so) + conv_flops(mid, out, 1, so);
+    saved = (in * si * si + 3 * mid * si * si + 3 * mid * so * so + 2 * out * so * so) * bpv;
+  }
+  if (in != out || stride != 1) {
+    params += conv_params(in, out, 1) + 2 * out;
+    flops += conv_flops(in, out, 1, so);
+  }
+  l.params = params;
+  l.flops_per_sample = flops;
+  l.activation_bytes_per_sample = out * so * so * bpv;
+  l.saved_bytes_per_sample = saved;
+  l.shape_key = conv_key(l);
+  return l;
+}
+
+void add_wrn_layers(ModelSpec& m) {
+  const double bpv = m.bytes_per_value;
+  const bool imagenet = m.image >= 128;
+  LayerSpec stem;
+  stem.name = "stem";
+  stem.kind = "conv";
+  stem.in_channels = 3;
+  stem.spatial = m.image;
+  int spatial = m.image;
+  if (imagenet) {  // 7x7/2 conv, BN, ReLU, 3x3/2 max pool
+    stem.out_channels = 64;
+    stem.stride = 4;
+    stem.params = conv_params(3, 64, 7) + 128;
+    stem.flops_per_sample = conv_flops(3, 64, 7, m.image / 2.0);
+    spatial = m.image / 4;
+  } else {  // 3x3 conv
+    stem.out_channels = 16;
+    stem.params = conv_params(3, 16, 3);
+    stem.flops_per_sample = conv_flops(3, 16, 3, m.image);
+  }
+  stem.activation_bytes_per_sample = stem.out_channels * double(spatial) * spatial * bpv;
+  stem.saved_bytes_per_sample = 3.0 * m.image * m.image * bpv + 2 * stem.activation_bytes_per_sample;
+  stem.shape_key = "conv:stem:o" + std::to_string(stem.out_channels) + ":x" +
+                   std::to_string(m.image);
+  m.layers.push_back(stem);
+
+  int channels = stem.out_channels;
+  if (imagenet) {  // bottleneck stages, ResNet-50 layout [3, 4, 6, 3]
+    const int blocks[4] = {3, 4, 6, 3};
+    for (int g = 0; g < 4; ++g) {
+      const int mid = 64 * (1 << g) * m.width_factor, out = 256 * (1 << g);
+      for (int b = 0; b < blocks[g]; ++b) {
+        const int stride = (b == 0 && g > 0) ? 2 : 1;
+        m.layers.push_back(residual_block(m, "group" + std::to_string(g + 1) + ".block" +
+                                                 std::to_string(b),
+                                          channels, mid, out, stride, spatial));
+        spatial /= stride;
+        channels = out;
+      }
+    }
+  } else {  // basic blocks, (depth - 4) / 6 per group, widths 16k, 32k, 64k
+    const int n = (m.depth - 4) / 6;
+    for (int g = 0; g < 3; ++g) {
+      const int out = 16 * (1 << g) * m.width_factor;
+      for (int b = 0; b < n; ++b) {
+        const int stride = (b == 0 && g > 0) ? 2 : 1;
+        m.layers.push_back(residual_block(m, "group" + std::to_string(g + 1) + ".block" +
+                                                 std::to_string(b),
+                                          channels, 0, out, stride, spatial));
+        spatial /= stride;
+        channels = out;
+      }
+    }
+  }
+  LayerSpec head;
+  head.name = "head";
+  head.kind = "head";
+  head.in_channels = channels;
+  head.out_channels = m.classes;
+  head.spatial = spatial;
+  head.params = double(channels) * m.classes + m.classes;
+  head.flops_per_sample = 2.0 * channels * m.classes + double(channels) * spatial * spatial;
+  head.activation_bytes_per_sample = m.classes * bpv;
+  head.saved_bytes_per_sample = double(channels) * spatial * spatial * bpv;
+  head.shape_key = "wrn-head:c" + std::to_string(channels) + ":n" + std::to_string(m.classes) +
+                   ":x" + std::to_string(spatial);
+  m.layers.push_back(head);
+}
+
+ModelSpec wrn(std::string name, int depth, int width, int image, int classes) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = "wrn";
+  m.depth = depth;
+  m.width_factor = width;
+  m.image = image;
+  m.classes = classes;
+  return m;
+}
+
+// Checks a family's parameters and builds its layers; `where` prefixes errors.
+void build(ModelSpec& m, const std::string& file, long line) {
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) fail_input(file, line, m.name + ": " + what);
+  };
+  need(m.bytes_per_value == 2 || m.bytes_per_value == 4, "bytes_per_value must be 2 or 4");
+  m.layers.clear();
+  if (m.family == "gpt" || m.family == "moe") {
+    need(m.hidden > 0 && m.num_layers > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
+         "hidden, num_layers, heads, seq and vocab must be positive");
+    need(m.hidden % m.heads == 0, "hidden must be a multiple of heads");
+    if (m.family == "moe") {
+      need(m.experts > 0 && m.top_k > 0 && m.top_k <= m.experts,
+           "experts must be positive and 1 <= top_k <= experts");
+    }
+    add_gpt_layers(m);
+  } else if (m.family == "wrn") {
+    need(m.width_factor > 0 && m.image >= 8 && m.classes > 0, "width_factor, image (>= 8) and classes must be positive");
+    if (m.image >= 128) {
+      need(m.depth == 50, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
+      need(m.image % 32 == 0, "image must be a multiple of 32");
+    } else {
+      need(m.depth >= 10 && (m.depth - 4) % 6 == 0, "CIFAR WRN depth must be 6n + 4 (n >= 1)");
+      need(m.image % 4 == 0, "image must be a multiple of 4");
+    }
+    add_wrn_layers(m);
+  } else if (m.family == "torchscript") {
+    need(!m.torchscript_path.empty(), "torchscript needs 'path'");
+  } else {
+    fail_input(file, line, "unknown family '" + m.family + "' (expected gpt, moe, wrn, torchscript)");
+  }
+}
+
+const std::map<std::string, ModelSpec>& zoo() {
+  static const std::map<std::string, ModelSpec> z = [] {
+    std::vector<ModelSpec> v = {
+        // GPT-3 paper sizes (Brown et al., Table 2.1) with 128-wide heads
+        // past 1.3B as in Megatron; GPT-2's vocabulary and 1024 tokens.
+        gpt("gpt-125m", 768, 12, 12, 1024, 50257),
+        gpt("gpt-350m", 1024, 24, 16, 1024, 50257),
+        gpt("gpt-760m", 1536, 24, 16, 1024, 50257),
+        gpt("gpt-1.3b", 2048, 24, 16, 1024, 50257),
+        gpt("gpt-2.7b", 2560, 32, 32, 1024, 50257),
+        gpt("gpt-6.7b", 4096, 32, 32, 1024, 50257),
+        gpt("gpt-13b", 5120, 40, 40, 1024, 50257),
+        gpt("gpt-tiny", 64, 4, 4, 32, 512),  // for tests: profiles in well under a second
+        wrn("wrn-50-2", 50, 2, 224, 1000),
+        wrn("wrn-28-10", 28, 10, 32, 10),
+        wrn("wrn-tiny", 10, 1, 16, 10),
+    };
+    auto moe = [](std::string name, int hidden, int layers, int heads, int seq, int vocab,
+                  int experts, int top_k) {
+      ModelSpec m = gpt(std::move(name), hidden, layers, heads, seq, vocab);
+      m.family = "moe";
+      m.experts = experts;
+      m.top_k = top_k;
+      return m;
+    };
+    v.push_back(moe("moe-350m-8e", 1024, 24, 16, 1024, 50257, 8, 2));
+    v.push_back(moe("moe-1.3b-8e", 2048, 24, 16, 1024, 50257, 8, 2));
+    v.push_back(moe("moe-tiny", 64, 4, 4, 32, 512, 4, 2));
+    std::map<std::string, ModelSpec> out;
+    for (ModelSpec& m : v) {
+      build(m, "<zoo>", 0);
+      out.emplace(m.name, std::move(m));
+    }
+    return out;
+  }();
+  return z;
+}
+
+long line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+}  // namespace
+
+std::vector<std::string> zoo_names() {
+  std::vector<std::string> names;
+  for (const auto& [n, m] : zoo()) names.push_back(n);
+  return names;
+}
+
+ModelSpec model_by_name(const std::string& name) {
+  const auto it = zoo().find(detail::lower(name));
+  if (it != zoo().end()) return it->second;
+  std::string all;
+  for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;
+  throw InputError("unknown model '" + name + "' (built-in: " + all +
+                   "; or a .yaml description or a TorchScript .pt file)");
+}
+
+ModelSpec load_model_yaml(const std::string& path) {
+  const std::string text = detail::read_file(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
+  }
+  if (!root.IsMap()) fail_input(path, root.IsNull() ? 0 : line_of(root), "expected a map with 'family' and its parameters");
+  ModelSpec m;
+  m.name = std::filesystem::path(path).stem().string();
+  std::set<std::string> seen;
+  const std::map<std::string, int ModelSpec::*> ints = {
+      {"hidden", &ModelSpec::hidden},       {"num_layers", &ModelSpec::num_layers},
+      {"heads", &ModelSpec::heads},         {"seq", &ModelSpec::seq},
+      {"vocab", &ModelSpec::vocab},         {"experts", &ModelSpec::experts},
+      {"top_k", &ModelSpec::top_k},         {"depth", &ModelSpec::depth},
+      {"width_factor", &ModelSpec::width_factor}, {"image", &ModelSpec::image},
+      {"classes", &ModelSpec::classes},     {"bytes_per_value", &ModelSpec::bytes_per_value},
+  };
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    const long line = line_of(kv.first);
+    if (!seen.insert(key).second) fail_input(path, line, "duplicate field '" + key + "'");
+    const YAML::Node& v = kv.second;
+    if (key == "input_shape") {
+      if (!v.IsSequence() || v.size() == 0) fail_input(path, line_of(v), "'input_shape' must be a non-empty list of integers");
+      for (const auto& d : v) {
+        const auto n = d.IsScalar() ? detail::to_int(d.Scalar()) : std::nullopt;
+        if (!n || *n <= 0 || *n > (1 << 24)) fail_input(path, line_of(d), "'input_shape' entries must be positive integers");
+        m.input_shape.push_back(static_cast<int>(*n));
+      }
+      continue;
+    }
+    if (!v.IsScalar()) fail_input(path, line_of(v), "'" + key + "' must be a scalar");
+    const std::string val(detail::trim(v.Scalar()));
+    if (key == "name") {
+      m.name = val;
+    } else if (key == "family") {
+      m.family = detail::lower(val);
+    } else if (key == "path") {
+      m.torchscript_path = val;
+      if (!m.torchscript_path.empty() && m.torchscript_path[0] != '/')
+        m.torchscript_path = (std::filesystem::path(path).parent_path() / val).string();
+    } else if (auto it = ints.find(key); it != ints.end()) {
+      const auto n = detail::to_int(val);
+      if (!n || *n < 0 || *n > (1LL << 30)) fail_input(path, line_of(v), "'" + key + "' must be a non-negative integer, got '" + val + "'");
+      m.*(it->second) = static_cast<int>(*n);
+    } else {
+      fail_input(path, line, "unknown field '" + key + "'");
+    }
+  }
+  if (m.family.empty()) fail_input(path, line_of(root), "missing field 'family'");
+  build(m, path, line_of(root));
+  return m;
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+  const std::string& s = name_or_path;
+  if (detail::ends_with_ci(s, ".yaml") || detail::ends_with_ci(s, ".yml")) return load_model_yaml(s);
+  if (detail::ends_with_ci(s, ".pt") || detail::ends_with_ci(s, ".pth") ||
+      detail::ends_with_ci(s, ".ts")) {
+    if (!std::filesystem::exists(s)) fail_input(s, 0, "no such file");
+    ModelSpec m;
+    m.name = std::filesystem::path(s).filename().string();
+    m.family = "torchscript";
+    m.torchscript_path = s;
+    return m;
+  }
+  return model_by_name(s);
+}
+
+}  // namespace cellsched

@@ -1,0 +1,180 @@
+// The estimator: a cell and a parallel plan in, iteration time, throughput,
+// memory per GPU and the breakdown out, priced from stored layer and comm
+// profiles (or extrapolated from a profiled device through the catalogue).
+// Plain C++; no LibTorch, no CUDA.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/model.h"
+#include "core/profile.h"
+#include "estimator/interpolate.h"
+
+namespace cellsched::estimator {
+
+// (model, GPU type, hosts x GPUs per host, pipeline stages).
+struct Cell {
+  std::string model;         // ModelSpec::name
+  std::string gpu_type;      // catalogue name
+  int hosts = 1;
+  int gpus_per_host = 1;
+  int stages = 1;
+  int gpus() const { return hosts * gpus_per_host; }
+};
+
+// One pipeline stage: a contiguous layer range and its data x tensor shape.
+// It occupies dp x tp GPUs, tensor-parallel ranks innermost.
+struct StagePlan {
+  int first_layer = 0;
+  int num_layers = 0;
+  int dp = 1;
+  int tp = 1;
+  int gpus() const { return dp * tp; }
+};
+
+// A plan: stages in order, B micro-batches of `micro_batch_size` samples per
+// iteration (global batch = B x size). Each data-parallel replica of stage j
+// processes micro_batch_size / dp_j samples of every micro-batch.
+struct Plan {
+  std::vector<StagePlan> stages;
+  int micro_batches = 1;
+  int micro_batch_size = 1;
+  int global_batch() const { return micro_batches * micro_batch_size; }
+};
+
+enum class Basis { Measured, Extrapolated };
+const char* basis_name(Basis b);  // "measured", "extrapolated"
+
+struct Options {
+  std::string optimizer = "adam";    // "adam", "sgd", "sgd-momentum": state and step traffic
+  double memory_fraction = 0.9;      // usable share of the device memory
+  double network_gbps = 12.5;        // between hosts when no network profile exists (100 Gb/s)
+  double same_host_latency_us = 5;   // alpha per step of a catalogue-priced collective
+  double network_latency_us = 20;
+  int tp_allreduces_fwd = 2;         // per tensor-parallel layer (Megatron: attention + MLP)
+  int tp_allreduces_bwd = 2;
+};
+
+struct StageEstimate {
+  int first_layer = 0, num_layers = 0, dp = 1, tp = 1;
+  double replica_micro_batch = 0;    // samples per micro-batch per replica
+  double fwd_ms = 0, bwd_ms = 0;     // compute, one micro-batch
+  double tp_comm_ms = 0;             // tensor-parallel all-reduces, one micro-batch (fwd + bwd)
+  double send_ms = 0;                // activations out + gradients back, one micro-batch (0 for the last)
+  double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients
+  double optimizer_ms = 0;
+  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
+  int in_flight = 0;                 // micro-batches whose activations are held (1F1B)
+  double memory_bytes = 0;           // per GPU
+  bool network_grad_sync = false, network_send = false;
+};
+
+struct Estimate {
+  bool feasible = true;
+  std::string infeasible_reason;       // set when !feasible (memory)
+  Basis basis = Basis::Measured;
+  std::vector<std::string> notes;      // what was extrapolated, and how
+  double iteration_ms = 0;
+  double samples_per_s = 0;
+  double memory_bytes = 0;             // the largest per-GPU footprint over the stages
+  double memory_capacity_bytes = 0;    // usable per GPU
+  // Breakdown: iteration_ms = pipeline_compute_ms + pipeline_comm_ms + sync_ms.
+  double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm
+  double pipeline_comm_ms = 0;         // the same form over the inter-stage sends
+  double sync_ms = 0;                  // max_j(gradient all-reduce + optimizer step)
+  std::vector<StageEstimate> stages;
+};
+
+// The 1F1B form max_j(x_j)(B-1) + sum_j x_j.
+double pipeline_form(const std::vector<double>& x, int micro_batches);
+
+// Prices layers and collectives of one model on one GPU type. Built once,
+// queried many times (the tuner precomputes its tables from it).
+class CostModel {
+ public:
+  // `compute` holds the model's layer profiles (on gpu_type, or on another
+  // device to extrapolate from); `comm` may be null (links priced from the
+  // catalogue) or profiled on another type (likewise). Throws InputError when
+  // the profiles do not cover the model or the types are unknown.
+  CostModel(ModelSpec model, const std::string& gpu_type, const ProfileRun& compute,
+            const ProfileRun* comm, Options options = {});
+
+  const ModelSpec& model() const { return model_; }
+  const std::string& gpu_type() const { return gpu_type_; }
+  const Options& options() const { return options_; }
+  int num_layers() const { return static_cast<int>(model_.layers.size()); }
+  bool has_tp_layers() const;
+  int64_t compute_run_id() const { return compute_run_id_; }
+  int64_t comm_run_id() const { return comm_run_id_; }
+
+  struct Time {
+    double fwd_ms = 0, bwd_ms = 0;
+  };
+  // One layer (one tensor-parallel shard when the layer is tensor-parallel
+  // and tp > 1) at `micro_batch` samples.
+  Time layer_time(int layer, int tp, double micro_batch) const;
+  // Tensor-parallel all-reduces of one layer per micro-batch, fwd + bwd (0 when tp == 1
+  // or the layer is not tensor-parallel).
+  double tp_comm_ms(int layer, int tp, double micro_batch, bool network) const;
+  // A collective over `ranks` ranks of `bytes` per rank; 0 for one rank.
+  double collective_ms(const std::string& collective, int ranks, bool network, double bytes) const;
+  // The optimizer step over `params` parameters (memory-bound, catalogue bandwidth).
+  double optimizer_ms(double params) const;
+  // Optimizer state bytes per parameter.
+  double optimizer_state_bytes_per_param() const;
+  // Parameters of `layer` held by one GPU of a tp-way stage.
+  double layer_params(int layer, int tp) const;
+  // Saved activation bytes of `layer` per sample on one GPU of a tp-way stage.
+  double layer_saved_bytes(int layer, int tp) const;
+  double memory_capacity_bytes() const;
+
+  // Measured when compute (and comm, if used) were profiled on gpu_type and
+  // every shard and size came from its own profile; notes say why not.
+  Basis basis() const { return basis_; }
+  std::vector<std::string> notes() const { return {notes_.begin(), notes_.end()}; }
+
+ private:
+  struct Shape {
+    std::map<int, std::pair<Curve, Curve>> by_tp;  // tp -> (fwd, bwd) over micro-batch
+  };
+  double roofline_ratio(int layer, int tp, double micro_batch) const;
+  void note(const std::string& n) const;
+
+  ModelSpec model_;
+  std::string gpu_type_;
+  Options options_;
+  std::vector<int> shape_of_layer_;
+  std::vector<Shape> shapes_;
+  bool extrapolate_compute_ = false;
+  double src_peak_tflops_ = 0, src_mem_gbps_ = 0, dst_peak_tflops_ = 0, dst_mem_gbps_ = 0;
+  double dst_memory_gib_ = 0, same_host_gbps_ = 0;
+  bool comm_measured_ = false;
+  std::map<std::tuple<std::string, int, bool>, Curve> comm_;  // (collective, ranks, network) -> us
+  int64_t compute_run_id_ = 0, comm_run_id_ = 0;
+  mutable Basis basis_ = Basis::Measured;
+  mutable std::set<std::string> notes_;
+};
+
+// Checks a plan against the cell and the model; throws InputError naming the
+// problem (stage count, layer ranges, GPU counts, tp beyond a host, sizes).
+void check_plan(const CostModel& cm, const Cell& cell, const Plan& plan);
+
+// Prices a checked plan. Infeasible plans (memory) come back with feasible = false.
+Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan);
+
+// `dp=2,tp=2,mb=8[,mbs=4][,layers=12:13]`; per-stage values separated by ':'
+// (one value applies to every stage). dp defaults to gpus/stages/tp, tp to 1,
+// layers to a balanced split, mbs to global_batch / mb. Throws InputError.
+Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, int global_batch);
+
+// The cell for N GPUs: one host when N <= max_gpus_per_host, otherwise
+// N / max_gpus_per_host hosts (InputError when it does not divide).
+Cell make_cell(const std::string& model, const std::string& gpu_type, int gpus, int stages,
+               int max_gpus_per_host);
+
+}  // namespace cellsched::estimator

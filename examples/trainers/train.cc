@@ -1,0 +1,112 @@
+// A small LibTorch training job that speaks cellsched's runner contract (the
+// C++ twin of train.py): a two-layer MLP on synthetic regression data,
+// resuming from CELLSCHED_CKPT_IN, writing state_dict checkpoints to
+// CELLSCHED_CKPT_OUT with torch::pickle_save (the format torch.save writes
+// and torch.load reads), appending `iterations=N` to CELLSCHED_PROGRESS after
+// each, and stopping cleanly on SIGTERM. Usage: cellsched_example_trainer
+// [--step-sleep SECONDS] [--save-every SECONDS] [--lr LR].
+#include <signal.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+std::string env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double step_sleep = 0, save_every = 1.0, lr = 0.05;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--step-sleep") step_sleep = std::atof(argv[i + 1]);
+    else if (a == "--save-every") save_every = std::atof(argv[i + 1]);
+    else if (a == "--lr") lr = std::atof(argv[i + 1]);
+    else {
+      std::cerr << "unknown option " << a << "\n";
+      return 2;
+    }
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  torch::set_num_threads(1);
+
+  const long job = std::atol(env("CELLSCHED_JOB_ID", "0").c_str());
+  const long copy = std::atol(env("CELLSCHED_COPY", "0").c_str());
+  const long rank = std::atol(env("RANK", "0").c_str());
+  const long target = std::atol(env("CELLSCHED_ITERATIONS", "100").c_str());
+  const std::string in = env("CELLSCHED_CKPT_IN", "");
+  const std::string out = env("CELLSCHED_CKPT_OUT", "checkpoint.pt");
+  const std::string progress = env("CELLSCHED_PROGRESS", "progress.txt");
+
+  torch::manual_seed(1234 + job);
+  const int inputs = 32, hidden = 64, batch = 64;
+  const torch::Tensor w_true = torch::randn({inputs, 1});
+  torch::nn::Sequential model(torch::nn::Linear(inputs, hidden), torch::nn::ReLU(),
+                              torch::nn::Linear(hidden, 1));
+  auto params = model->named_parameters();
+  if (!in.empty() && std::ifstream(in)) {
+    std::ifstream f(in, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto dict = torch::pickle_load(bytes).toGenericDict();
+    torch::NoGradGuard no_grad;
+    for (auto& p : params) p.value().copy_(dict.at(p.key()).toTensor());
+  }
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(lr));
+  torch::manual_seed(job * 1000003 + copy * 7919 + static_cast<long>(now_s() * 1000) % 100003);
+
+  long n = 0, saved = 0;
+  auto save = [&] {
+    if (rank != 0 || n == saved) return;
+    c10::Dict<std::string, torch::Tensor> state;
+    for (auto& p : model->named_parameters()) state.insert(p.key(), p.value().detach().clone());
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(state));
+    const std::string tmp = out + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::rename(tmp.c_str(), out.c_str());
+    std::ofstream(progress, std::ios::app) << "iterations=" << n << "\n";
+    saved = n;
+  };
+  double last = now_s();
+  float loss_value = 0;
+  while (!g_stop && n < target) {
+    const torch::Tensor x = torch::randn({batch, inputs});
+    const torch::Tensor y = x.matmul(w_true) + 0.01 * torch::randn({batch, 1});
+    const torch::Tensor loss = torch::mse_loss(model->forward(x), y);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    loss_value = loss.item<float>();
+    ++n;
+    if (step_sleep > 0) std::this_thread::sleep_for(std::chrono::duration<double>(step_sleep));
+    if (now_s() - last >= save_every) {
+      save();
+      last = now_s();
+    }
+  }
+  save();
+  std::cerr << "job " << job << " copy " << copy << ": " << n << " iterations, loss " << loss_value << "\n";
+  return 0;
+}

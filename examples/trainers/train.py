@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""A small PyTorch training job that speaks cellsched's runner contract.
+
+It trains a two-layer MLP on synthetic regression data, resumes from
+CELLSCHED_CKPT_IN when it is set, writes state_dict checkpoints to
+CELLSCHED_CKPT_OUT (torch.save of dict(state_dict()), atomically) and, after each one, appends
+`iterations=N` to CELLSCHED_PROGRESS (N = iterations since it started).
+It stops cleanly on SIGTERM (and SIGHUP/SIGINT): a last checkpoint, then exit 0.
+
+Run it with Debian's python3 (python3-torch): `/usr/bin/python3 train.py`.
+Options: --lr, --batch, --hidden, --save-every SECONDS, --step-sleep SECONDS
+(slows each step down, for demos and tests).
+"""
+import argparse
+import os
+import signal
+import sys
+import time
+
+import torch
+
+stop = False
+
+
+def on_signal(signum, frame):
+    global stop
+    stop = True
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--inputs", type=int, default=32)
+    p.add_argument("--save-every", type=float, default=1.0)
+    p.add_argument("--step-sleep", type=float, default=0.0)
+    a = p.parse_args()
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
+
+    env = os.environ
+    job = int(env.get("CELLSCHED_JOB_ID", "0"))
+    copy = int(env.get("CELLSCHED_COPY", "0"))
+    rank = int(env.get("RANK", "0"))
+    target = int(env.get("CELLSCHED_ITERATIONS", "100"))
+    ckpt_in = env.get("CELLSCHED_CKPT_IN", "")
+    ckpt_out = env.get("CELLSCHED_CKPT_OUT", "checkpoint.pt")
+    progress = env.get("CELLSCHED_PROGRESS", "progress.txt")
+    round_end = float(env.get("CELLSCHED_ROUND_END", "0"))
+    torch.set_num_threads(1)
+
+    torch.manual_seed(1234 + job)  # the task: the same for every copy of a job
+    w_true = torch.randn(a.inputs, 1)
+    model = torch.nn.Sequential(torch.nn.Linear(a.inputs, a.hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(a.hidden, 1))
+    if ckpt_in and os.path.exists(ckpt_in):
+        model.load_state_dict(torch.load(ckpt_in))
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr)
+    # Each copy (and each launch) sees its own stream of data.
+    gen = torch.Generator().manual_seed(job * 1000003 + copy * 7919 + int(time.time() * 1000) % 100003)
+
+    n = 0
+    saved = 0
+
+    def save():
+        nonlocal saved
+        if rank != 0 or n == saved:
+            return
+        tmp = ckpt_out + ".tmp"
+        # A plain dict: LibTorch 1.13 (which averages forked copies) cannot
+        # read the OrderedDict that state_dict() returns; torch.load and
+        # load_state_dict take either.
+        torch.save(dict(model.state_dict()), tmp)
+        os.replace(tmp, ckpt_out)
+        with open(progress, "a") as f:
+            f.write(f"iterations={n}\n")
+        saved = n
+
+    loss = torch.tensor(float("nan"))
+    last = time.time()
+    saved_for_round = False
+    while not stop and n < target:
+        x = torch.randn(a.batch, a.inputs, generator=gen)
+        y = x @ w_true + 0.01 * torch.randn(a.batch, 1, generator=gen)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        n += 1
+        if a.step_sleep > 0:
+            time.sleep(a.step_sleep)
+        now = time.time()
+        near_end = round_end > 0 and now >= round_end - 1 and not saved_for_round
+        if now - last >= a.save_every or near_end:
+            save()
+            last = now
+            saved_for_round = saved_for_round or near_end
+    save()
+    print(f"job {job} copy {copy}: {n} iterations, loss {loss.item():.4f}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+#include "profiler/compute.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+
+namespace cellsched::profiler {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+namespace {
+
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * (sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+}  // namespace
+
+double iqr(std::vector<double> v) {
+  if (v.size() < 2) return 0;
+  std::sort(v.begin(), v.end());
+  return quantile(v, 0.75) - quantile(v, 0.25);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool can_split(const ModelSpec& m, const LayerSpec& l, int tp) {
+  if (tp == 1) return true;
+  if (!l.tensor_parallel || tp < 1) return false;
+  if (l.kind == "decoder" || l.kind == "moe_decoder") return m.heads % tp == 0 && (4 * m.hidden) % tp == 0;
+  if (l.kind == "embedding" || l.kind == "head") return m.vocab >= tp;  // last shard takes the rest
+  return false;
+}
+
+std::vector<PlannedMeasurement> plan_compute(const ModelSpec& model, const ComputeOptions& opt) {
+  std::vector<PlannedMeasurement> plan;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    if (!seen.insert(model.layers[i].shape_key).second) continue;  // profiled once per shape
+    for (int tp : opt.tp_degrees) {
+      if (!can_split(model, model.layers[i], tp)) continue;
+      for (int mb : opt.micro_batches) plan.push_back({i, tp, mb});
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+void check_options(const ComputeOptions& opt) {
+  auto bad = [](const std::string& what) { throw InputError(what); };
+  if (opt.micro_batches.empty()) bad("--micro-batches: give at least one size");
+  for (int mb : opt.micro_batches)
+    if (mb < 1 || mb > 4096) bad("--micro-batches: " + std::to_string(mb) + " is not in 1..4096");
+  if (opt.tp_degrees.empty()) bad("--tp: give at least one degree");
+  for (int tp : opt.tp_degrees)
+    if (tp != 1 && tp != 2 && tp != 4 && tp != 8) bad("--tp: " + std::to_string(tp) + " is not 1, 2, 4 or 8");
+  if (opt.repetitions < 1 || opt.repetitions > 100000) bad("--reps must be in 1..100000");
+  if (opt.warmup < 0 || opt.warmup > 100000) bad("--warmup must be in 0..100000");
+  if (opt.threads < 0 || opt.threads > 4096) bad("--threads must be in 0..4096");
+}
+
+// Scales a whole layer's analytic figures to one of `tp` shards: the split
+// matrices shrink by tp (Megatron: attention heads, MLP width, vocabulary);
+// layer norms and the activations passed on stay whole.
+LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
+  const LayerSpec& l = m.layers[index];
+  LayerProfile p;
+  p.layer_index = static_cast<int>(index);
+  p.layer_name = l.name;
+  p.shape_key = l.shape_key;
+  p.tp_degree = tp;
+  p.micro_batch = mb;
+  p.param_bytes = l.params / tp * m.bytes_per_value;
+  p.flops = l.flops_per_sample * mb / tp;
+  p.activation_bytes = l.activation_bytes_per_sample * mb;
+  if (l.kind == "head") p.activation_bytes /= tp;  // vocabulary-parallel logits
+  return p;
+}
+
+}  // namespace
+
+ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const ComputeOptions& opt) {
+  check_options(opt);
+  backend.expand(model);
+  if (model.layers.empty()) throw InputError(model.name + ": the model has no layers to profile");
+  const auto plan = plan_compute(model, opt);
+  ProfileRun run;
+  run.kind = "compute";
+  run.model = model.name;
+  run.device = opt.device;
+  run.device_type = !opt.device_type.empty() ? opt.device_type : backend.detected_device_type();
+  if (run.device_type.empty()) run.device_type = opt.device == "cpu" ? "cpu" : "unknown";
+  run.host = host_name();
+  run.timer = backend.timer();
+  run.threads = backend.threads();
+  run.repetitions = opt.repetitions;
+  run.versions = backend.versions();
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlannedMeasurement& pm = plan[k];
+    const LayerSpec& l = model.layers[pm.layer_index];
+    if (opt.progress)
+      opt.progress(k, plan.size(), l.name + " tp" + std::to_string(pm.tp) + " mb" + std::to_string(pm.micro_batch));
+    const LayerSamples s =
+        backend.time_layer(model, pm.layer_index, pm.tp, pm.micro_batch, opt.warmup, opt.repetitions);
+    LayerProfile p = describe(model, pm.layer_index, pm.tp, pm.micro_batch);
+    p.fwd_ms = median(s.fwd_ms);
+    p.bwd_ms = median(s.bwd_ms);
+    p.fwd_spread_ms = iqr(s.fwd_ms);
+    p.bwd_spread_ms = iqr(s.bwd_ms);
+    p.repetitions = static_cast<int>(s.fwd_ms.size());
+    run.layers.push_back(std::move(p));
+  }
+  if (opt.progress) opt.progress(plan.size(), plan.size(), "");
+  return run;
+}
+
+}  // namespace cellsched::profiler

@@ -1,0 +1,86 @@
+// Compute profiling: forward and backward time of each distinct layer shape
+// of a model, per micro-batch size and tensor-parallel degree. The timing
+// backend (LibTorch on the CPU, LibTorch + CUPTI / CUDA events on a GPU) sits
+// behind ComputeBackend; this header includes neither LibTorch nor CUDA.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/profile.h"
+
+namespace cellsched::profiler {
+
+// Progress: `done` of `total` measurements finished, `what` the next one.
+using Progress = std::function<void(size_t done, size_t total, const std::string& what)>;
+
+struct ComputeOptions {
+  std::string device = "cpu";        // "cpu" or "cuda:N"
+  std::string device_type;           // catalogue name; "" = "cpu" or the detected GPU
+  std::vector<int> micro_batches = {1, 2};
+  std::vector<int> tp_degrees = {1, 2, 4, 8};  // degrees a layer cannot split by are skipped
+  int repetitions = 3;               // timed repetitions per measurement (median, IQR)
+  int warmup = 1;                    // untimed repetitions before them
+  int threads = 0;                   // CPU threads (torch::set_num_threads); 0 = all cores
+  std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
+  Progress progress;                 // optional
+};
+
+// Raw samples of one measurement: one entry per timed repetition.
+struct LayerSamples {
+  std::vector<double> fwd_ms, bwd_ms;
+};
+
+// A device that can run one layer (or one tensor-parallel shard of it).
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  // "steady_clock", "cupti", "cuda_events".
+  virtual std::string timer() const = 0;
+  virtual int threads() const = 0;
+  // Library versions for provenance ("libtorch" -> "1.13.1", ...).
+  virtual std::map<std::string, std::string> versions() const = 0;
+  // Catalogue name of the device when it can tell ("h100"); "" otherwise.
+  virtual std::string detected_device_type() const = 0;
+  // Fills a TorchScript model's layers (its top-level children); others: no-op.
+  virtual void expand(ModelSpec& model) = 0;
+  // Times forward and backward of `layer` split `tp` ways at `micro_batch`.
+  virtual LayerSamples time_layer(const ModelSpec& model, size_t layer_index, int tp,
+                                  int micro_batch, int warmup, int repetitions) = 0;
+};
+
+// Whether `layer` of `model` can be split `tp` ways (heads, FFN width,
+// vocabulary or experts divisible by tp; never for non-TP layers unless tp = 1).
+bool can_split(const ModelSpec& model, const LayerSpec& layer, int tp);
+
+// The measurements profile() makes: one per (distinct shape, tp, micro-batch).
+struct PlannedMeasurement {
+  size_t layer_index;  // first layer with this shape
+  int tp, micro_batch;
+};
+std::vector<PlannedMeasurement> plan_compute(const ModelSpec& model, const ComputeOptions& opt);
+
+// Median and interquartile range (linear interpolation between order statistics).
+double median(std::vector<double> v);
+double iqr(std::vector<double> v);
+
+// Profiles `model` on `backend`: validates options (InputError), expands
+// TorchScript models, measures every planned shape and fills a ProfileRun
+// (kind "compute"; host, versions, threads, timer set; not stored).
+ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const ComputeOptions& opt);
+
+// The backend for opt.device from those compiled in (LibTorch CPU; LibTorch
+// on CUDA with a CUPTI or CUDA-events timer). Throws InputError when the
+// device is malformed or this build or machine cannot run it.
+std::unique_ptr<ComputeBackend> make_compute_backend(const ComputeOptions& opt);
+
+// Which optional backends this build has: "libtorch", "cuda", "cupti", "nccl", "gloo".
+std::vector<std::string> compiled_backends();
+
+std::string host_name();
+
+}  // namespace cellsched::profiler

@@ -1,0 +1,24 @@
+// The profiler's LibTorch layer modules, for code that trains whole models
+// (cellsched validate). Includes LibTorch: only LibTorch translation units
+// may include this header.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+
+#include "core/model.h"
+
+namespace cellsched::profiler {
+
+// Layer `index` of a zoo model (gpt, moe, wrn; whole, tp = 1) as the same
+// LibTorch module the profiler times, on the CPU.
+struct TorchLayer {
+  std::shared_ptr<torch::nn::Module> module;
+  std::function<torch::Tensor(torch::Tensor)> forward;
+  std::function<torch::Tensor(int micro_batch)> input;  // a random input of the layer
+};
+TorchLayer build_torch_layer(const ModelSpec& model, size_t index);
+
+}  // namespace cellsched::profiler

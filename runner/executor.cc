@@ -1,0 +1,108 @@
+#include "runner/executor.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "runner/process.h"
+
+namespace cellsched::runner {
+
+std::string shell_quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+namespace {
+
+class LocalExecutor final : public Executor {
+ public:
+  std::string name() const override { return "local"; }
+  LocalCommand prepare(const ProcessRequest& r) const override {
+    LocalCommand c{r.command, r.env, r.workdir};
+    c.env.push_back("CUDA_VISIBLE_DEVICES=" + r.gpu_ids);
+    return c;
+  }
+};
+
+// ssh -o BatchMode=yes -tt HOST -- 'cd DIR && exec env K=V ... CMD ARGS'. The
+// remote side is a shell command line (that is how ssh works), so every piece
+// is single-quoted. -tt gives the remote command a terminal, so it gets
+// SIGHUP when the client is stopped.
+class SshExecutor final : public Executor {
+ public:
+  explicit SshExecutor(ExecutorOptions o) : o_(std::move(o)) {}
+  std::string name() const override { return "ssh"; }
+  LocalCommand prepare(const ProcessRequest& r) const override {
+    std::string remote;
+    if (!r.workdir.empty()) remote += "cd " + shell_quote(r.workdir) + " && ";
+    remote += "exec env";
+    for (const std::string& kv : r.env) remote += " " + shell_quote(kv);
+    remote += " " + shell_quote("CUDA_VISIBLE_DEVICES=" + r.gpu_ids);
+    for (const std::string& a : r.command) remote += " " + shell_quote(a);
+    LocalCommand c;
+    c.argv = {o_.ssh_program, "-o", "BatchMode=yes", "-tt"};
+    c.argv.insert(c.argv.end(), o_.ssh_options.begin(), o_.ssh_options.end());
+    c.argv.push_back(r.node->address.empty() ? r.node->name : r.node->address);
+    c.argv.push_back("--");
+    c.argv.push_back(remote);
+    return c;
+  }
+
+ private:
+  ExecutorOptions o_;
+};
+
+// srun -N1 -n1 --nodelist=NODE --gres=gpu:TYPE:N --job-name=NAME -- CMD ARGS.
+// Slurm sets CUDA_VISIBLE_DEVICES itself; the rest of the contract travels in
+// the environment (--export=ALL).
+class SlurmExecutor final : public Executor {
+ public:
+  explicit SlurmExecutor(ExecutorOptions o) : o_(std::move(o)) {}
+  std::string name() const override { return "slurm"; }
+  LocalCommand prepare(const ProcessRequest& r) const override {
+    LocalCommand c;
+    c.argv = {o_.srun, "--nodes=1", "--ntasks=1", "--nodelist=" + r.node->name,
+              "--gres=gpu:" + r.node->gpu_type + ":" + std::to_string(r.gpus),
+              "--job-name=" + r.name, "--export=ALL", "--kill-on-bad-exit=1"};
+    if (!o_.partition.empty()) c.argv.push_back("--partition=" + o_.partition);
+    if (!r.workdir.empty()) c.argv.push_back("--chdir=" + r.workdir);
+    c.argv.push_back("--");
+    c.argv.insert(c.argv.end(), r.command.begin(), r.command.end());
+    c.env = r.env;
+    c.workdir = r.workdir;
+    return c;
+  }
+  void force_stop(const std::string& name) const override {
+    const std::string path = find_executable(o_.scancel);
+    if (path.empty()) return;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string arg = "--name=" + name;
+      execl(path.c_str(), path.c_str(), "--quiet", arg.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    if (pid > 0) {
+      int st = 0;
+      waitpid(pid, &st, 0);
+    }
+  }
+
+ private:
+  ExecutorOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(const ExecutorOptions& o) {
+  if (o.kind == "local") return std::make_unique<LocalExecutor>();
+  if (o.kind == "ssh") return std::make_unique<SshExecutor>(o);
+  if (o.kind == "slurm") return std::make_unique<SlurmExecutor>(o);
+  throw InputError("unknown executor '" + o.kind + "' (local, ssh, slurm)");
+}
+
+}  // namespace cellsched::runner

@@ -1,0 +1,60 @@
+// Executors: how one process of a launch reaches its node. Every executor
+// turns a command into a local argv that the runner supervises (see
+// process.h): `local` runs the command itself, `ssh` runs the OpenSSH client,
+// `slurm` runs srun. Stopping signals that local process group; slurm also
+// cancels the Slurm job.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+
+namespace cellsched::runner {
+
+// One process to start on one node.
+struct ProcessRequest {
+  const Node* node = nullptr;
+  int gpus = 0;
+  std::string gpu_ids;                // "0,1": indices on the node
+  std::vector<std::string> command;   // the job's argv
+  std::vector<std::string> env;       // the contract's "KEY=VALUE" entries
+  std::string workdir;                // the job's working directory
+  std::string name;                   // unique per launch process: "cellsched-L12-0"
+};
+
+// What the supervisor runs locally.
+struct LocalCommand {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // added to the runner's environment
+  std::string workdir;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string name() const = 0;
+  virtual LocalCommand prepare(const ProcessRequest& request) const = 0;
+  // Extra clean-up after the local process group got SIGKILL (slurm: scancel).
+  virtual void force_stop(const std::string& /*name*/) const {}
+};
+
+struct ExecutorOptions {
+  std::string kind = "local";  // local | ssh | slurm
+  // ssh: the client and its options (BatchMode is always added).
+  std::string ssh_program = "ssh";
+  std::vector<std::string> ssh_options;
+  // slurm: the client programs and an optional partition.
+  std::string srun = "srun";
+  std::string scancel = "scancel";
+  std::string partition;
+};
+
+// Throws InputError for an unknown kind.
+std::unique_ptr<Executor> make_executor(const ExecutorOptions& options);
+
+// Quotes one argument for a POSIX shell: 'it'\''s' (empty -> '').
+std::string shell_quote(const std::string& arg);
+
+}  // namespace cellsched::runner

@@ -1,0 +1,68 @@
+// The online runner (DESIGN "Online runner contract"): every round it asks a
+// scheduling policy for allocations and makes them real through an executor,
+// with the SQLite store as the source of truth. See README "cellsched run".
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/cluster.h"
+#include "db/online.h"
+
+namespace cellsched {
+class ThroughputOracle;
+class Policy;
+}  // namespace cellsched
+
+namespace cellsched::runner {
+
+class Executor;
+class CheckpointAverager;
+
+struct RunnerOptions {
+  std::string policy = "hadare";
+  double round_s = 60;          // round length, seconds
+  long max_rounds = -1;         // stop after this many rounds (< 0: no limit)
+  bool until_idle = false;      // stop once no job is queued or running
+  double grace_s = 10;          // SIGTERM -> SIGKILL
+  int max_failures = 3;         // a job fails after this many failed launches + 1
+  double poll_s = 0.2;          // progress files and exits are read this often
+  std::string work_dir;         // launch directories (logs, exit files, progress)
+  bool keep_checkpoints = false;  // keep the copies' checkpoints after averaging
+  double fork_efficiency = 1.0;   // what one iteration of a forked copy is worth
+  double restart_s = 30;          // the policies' restart overhead
+  double prior_per_gpu = 1.0;     // iterations/s per GPU for a job nothing knows
+  // Set (by a signal handler) to stop cleanly: running processes get SIGTERM,
+  // their progress is consolidated, and run() returns.
+  const std::atomic<bool>* stop = nullptr;
+  // Where progress messages go (may be empty).
+  std::function<void(const std::string&)> log;
+};
+
+class Runner {
+ public:
+  // `base` (may be null) is the oracle the learned figures refine; `averager`
+  // may be null (then a forked job keeps the checkpoint of its copy with the
+  // most iterations, and only those iterations count).
+  Runner(db::OnlineStore& store, Cluster cluster, const Executor& executor,
+         const ThroughputOracle* base, const CheckpointAverager* averager, RunnerOptions options);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Reconciles with what a previous runner left, then runs rounds until a
+  // stop condition. Throws InputError for a bad policy or node list.
+  void run();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks a node list for the runner (unique names, GPUs > 0); throws InputError.
+void validate_nodes(const Cluster& cluster, const std::string& source);
+
+}  // namespace cellsched::runner

@@ -1,0 +1,123 @@
+// `cellsched profile`: real processes, real files. Bad input exits 2 naming
+// the file and line and stores nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class ProfileCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cellsched-profile-cli-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "p.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      freopen(out.c_str(), "w", stdout);
+      freopen(err.c_str(), "w", stderr);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+  }
+  int profiles() {
+    const Result r = run({"profile", "list", "--db", db_, "--json"});
+    if (r.status != 0) return -1;
+    return static_cast<int>(nlohmann::json::parse(r.out).size());
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(ProfileCli, BadModelYamlExits2WithFileAndLineAndStoresNothing) {
+  const fs::path y = dir_ / "bad.yaml";
+  std::ofstream(y) << "family: gpt\nhidden: 64\nnum_layers: two\n";
+  const Result r = run({"profile", "compute", "--model", y.string(), "--db", db_});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(y.string() + ":3:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(ProfileCli, BadOptionsExit2) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"profile", "compute", "--model", "gpt-9000"},
+           {"profile", "compute", "--model", "gpt-tiny", "--tp", "3"},
+           {"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1,x"},
+           {"profile", "compute", "--model", "gpt-tiny", "--device", "tpu:0"},
+           {"profile", "compute", "--model", "gpt-tiny", "--gpu-type", "v200"},
+           {"profile", "comm", "--backend", "mpi"},
+           {"profile", "comm", "--sizes", "1K,banana"},
+           {"profile", "comm", "--collectives", "all_reduce,gossip"},
+           {"profile", "show", "1"},
+           {"profile", "frobnicate"},
+       }) {
+    std::vector<std::string> a = args;
+    if (a[1] != "show") {
+      a.push_back("--db");
+      a.push_back(db_);
+    }
+    const Result r = run(a);
+    EXPECT_EQ(r.status, 2) << a[1] << " " << (a.size() > 3 ? a[3] : "") << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#endif
+  Result r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1,2",
+                  "--reps", "2", "--threads", "1", "--db", db_, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["layers"].size(), 6u);
+  const int id = j["id"];
+  EXPECT_EQ(profiles(), 1);
+  r = run({"profile", "show", std::to_string(id), "--db", db_});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("block.0"), std::string::npos);
+  r = run({"profile", "export", std::to_string(id), "--db", db_});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7);  // header + 6 records
+  r = run({"profile", "export", std::to_string(id), "--format", "json", "--db", db_});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["layers"].size(), 6u);
+  r = run({"profile", "export", "99", "--db", db_});
+  EXPECT_EQ(r.status, 2);
+}
+
+}  // namespace

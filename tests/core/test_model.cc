@@ -1,0 +1,122 @@
+// The analytic model zoo and the nccl-tests bus-bandwidth factors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "core/profile.h"
+
+namespace cellsched {
+namespace {
+
+std::set<std::string> shapes(const ModelSpec& m) {
+  std::set<std::string> s;
+  for (const auto& l : m.layers) s.insert(l.shape_key);
+  return s;
+}
+
+TEST(Model, ZooHasTheGptSizesAndTheOtherFamilies) {
+  const auto names = zoo_names();
+  for (const char* n : {"gpt-125m", "gpt-350m", "gpt-760m", "gpt-1.3b", "gpt-2.7b", "gpt-6.7b",
+                        "gpt-13b", "gpt-tiny", "moe-tiny", "wrn-28-10", "wrn-50-2"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(Model, GptParameterCountsMatchTheirNames) {
+  // Name -> expected total parameters (embedding + blocks + head, untied head).
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"gpt-125m", 125e6}, {"gpt-350m", 350e6}, {"gpt-760m", 760e6}, {"gpt-1.3b", 1.3e9},
+      {"gpt-2.7b", 2.7e9}, {"gpt-6.7b", 6.7e9}, {"gpt-13b", 13e9}};
+  for (const auto& [name, want] : cases) {
+    const ModelSpec m = model_by_name(name);
+    // The head's untied vocabulary projection adds up to ~40M on small models.
+    EXPECT_NEAR(m.total_params() / want, 1.0, 0.35) << name << ": " << m.total_params();
+  }
+  const ModelSpec m = model_by_name("gpt-350m");
+  EXPECT_EQ(m.layers.size(), 26u);  // embedding, 24 blocks, head
+  EXPECT_EQ(shapes(m).size(), 3u);  // every block the same shape: profiled once
+  EXPECT_DOUBLE_EQ(m.layers[1].params, 12.0 * 1024 * 1024 + 13 * 1024);
+  EXPECT_DOUBLE_EQ(m.layers[1].flops_per_sample, 24.0 * 1024 * 1024 * 1024 + 4.0 * 1024 * 1024 * 1024);
+  EXPECT_TRUE(m.layers[1].tensor_parallel);
+}
+
+TEST(Model, MoeAlternatesDenseAndExpertBlocks) {
+  const ModelSpec m = model_by_name("moe-tiny");
+  EXPECT_EQ(m.layers[1].kind, "decoder");
+  EXPECT_EQ(m.layers[2].kind, "moe_decoder");
+  EXPECT_EQ(shapes(m).size(), 4u);
+  EXPECT_GT(m.layers[2].params, 2.5 * m.layers[1].params);  // 4 experts
+}
+
+TEST(Model, WideResNetSizes) {
+  // WRN-28-10: 36.5M parameters (Zagoruyko & Komodakis); WRN-50-2: 68.9M.
+  EXPECT_NEAR(model_by_name("wrn-28-10").total_params() / 36.5e6, 1.0, 0.03);
+  EXPECT_NEAR(model_by_name("wrn-50-2").total_params() / 68.9e6, 1.0, 0.03);
+  const ModelSpec m = model_by_name("wrn-28-10");
+  EXPECT_EQ(m.layers.size(), 1u + 12 + 1);
+  EXPECT_EQ(shapes(m).size(), 1u + 6 + 1);  // first block of each group differs
+}
+
+TEST(Model, UnknownNameListsTheZoo) {
+  try {
+    model_by_name("gpt-9000");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt-350m"), std::string::npos);
+  }
+}
+
+class ModelYaml : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    path_ = std::filesystem::temp_directory_path() / ("cellsched-model-" + std::to_string(getpid()) + ".yaml");
+    std::ofstream(path_) << text;
+    return path_.string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::filesystem::path path_;
+};
+
+TEST_F(ModelYaml, LoadsAGptDescription) {
+  const ModelSpec m = load_model(write("family: gpt\nname: mine\nhidden: 128\nnum_layers: 3\nheads: 4\nseq: 64\nvocab: 1000\n"));
+  EXPECT_EQ(m.name, "mine");
+  EXPECT_EQ(m.layers.size(), 5u);
+}
+
+TEST_F(ModelYaml, BadInputNamesFileAndLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"family: gpt\nhidden: 100\nnum_layers: 2\nheads: 3\nseq: 8\nvocab: 10\n", ":1:"},  // 100 % 3
+      {"family: gpt\nhidden: x\n", ":2:"},
+      {"family: gpt\nbogus: 1\n", ":2:"},
+      {"family: rnn\n", ":1:"},
+      {"hidden: 64\n", "missing field 'family'"},
+      {"family: [gpt\n", ":"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string p = write(text);
+    try {
+      load_model(p);
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << text << " -> " << e.what();
+    }
+  }
+}
+
+TEST(BusBw, FactorsMatchNcclTests) {
+  EXPECT_DOUBLE_EQ(busbw_factor("all_reduce", 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(busbw_factor("all_reduce", 2), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor("all_gather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor("reduce_scatter", 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor("all_to_all", 2), 0.5);
+  EXPECT_DOUBLE_EQ(busbw_factor("send_recv", 8), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor("broadcast", 8), 1.0);
+}
+
+}  // namespace
+}  // namespace cellsched

@@ -1,0 +1,263 @@
+// The estimator's formulas on hand-computed cases, interpolation and
+// extrapolation, memory feasibility and errors on bad cells and plans.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/gpu.h"
+#include "estimator/estimator.h"
+#include "estimator/interpolate.h"
+#include "tests/estimator/estimator_fixture.h"
+
+namespace cellsched::estimator {
+namespace {
+
+using cellsched::testing::toy_comm;
+using cellsched::testing::toy_compute;
+using cellsched::testing::toy_model;
+
+Options sgd() {
+  Options o;
+  o.optimizer = "sgd";
+  return o;
+}
+
+TEST(Curve, InterpolatesBetweenPointsAndFitsBeyond) {
+  const Curve c({{4, 5}, {1, 2}, {2, 3}});
+  EXPECT_DOUBLE_EQ(c(1), 2);
+  EXPECT_DOUBLE_EQ(c(3), 4);   // between (2,3) and (4,5)
+  EXPECT_DOUBLE_EQ(c(1.5), 2.5);
+  EXPECT_NEAR(c.alpha(), 1, 1e-12);  // least squares of y = 1 + x
+  EXPECT_NEAR(c.beta(), 1, 1e-12);
+  EXPECT_NEAR(c(8), 9, 1e-12);        // alpha-beta beyond the range
+  EXPECT_NEAR(c(0.5), 1.5, 1e-12);
+}
+
+TEST(Curve, NonLinearDataUsesTheFitOutsideOnly) {
+  const Curve c({{1, 1}, {2, 2}, {3, 6}});  // fit: y = -2 + 2.5 x
+  EXPECT_DOUBLE_EQ(c(2.5), 4);
+  EXPECT_NEAR(c(4), 8, 1e-12);
+  EXPECT_DOUBLE_EQ(c(0.1), 0);  // never negative
+}
+
+TEST(Curve, SinglePointScalesProportionally) {
+  const Curve c({{2, 3}});
+  EXPECT_DOUBLE_EQ(c(2), 3);
+  EXPECT_DOUBLE_EQ(c(4), 6);
+  const Curve dup({{2, 3}, {2, 5}});  // equal x averaged
+  EXPECT_DOUBLE_EQ(dup(2), 4);
+}
+
+TEST(Estimator, TwoStagePipelineByHand) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 2, 2};
+  Plan p;
+  p.micro_batches = 4;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  ASSERT_TRUE(e.feasible);
+  EXPECT_EQ(e.basis, Basis::Measured);
+  // s_j = 2 layers x (2 + 4) ms = 12; 1F1B: 12 x 3 + 24 = 60.
+  EXPECT_DOUBLE_EQ(e.stages[0].fwd_ms, 4);
+  EXPECT_DOUBLE_EQ(e.stages[0].bwd_ms, 8);
+  EXPECT_DOUBLE_EQ(e.pipeline_compute_ms, 60);
+  // Activations of 2 x 100 B: send_recv(200 B) = 5 + 45 x 100/900 = 10 us, out and back.
+  EXPECT_NEAR(e.stages[0].send_ms, 0.020, 1e-12);
+  EXPECT_DOUBLE_EQ(e.stages[1].send_ms, 0);
+  EXPECT_NEAR(e.pipeline_comm_ms, 0.020 * 3 + 0.020, 1e-12);
+  // SGD step: 2000 params x 12 B / 200 GB/s (catalogue cpu) = 1.2e-4 ms.
+  EXPECT_NEAR(e.sync_ms, 1.2e-4, 1e-12);
+  EXPECT_NEAR(e.iteration_ms, 60.08012, 1e-9);
+  EXPECT_NEAR(e.samples_per_s, 8 / 0.06008012, 1e-6);
+  // Memory: 8000 B weights + 8000 grads + saved 2 layers x 200 B x 2 samples x in-flight
+  // (stage 0 holds min(B, S) = 2, stage 1 holds 1) + 2 x the largest activation (200 B).
+  EXPECT_DOUBLE_EQ(e.stages[0].memory_bytes, 8000 + 8000 + 1600 + 400);
+  EXPECT_DOUBLE_EQ(e.stages[1].memory_bytes, 8000 + 8000 + 800 + 400);
+  EXPECT_DOUBLE_EQ(e.memory_bytes, 18000);
+}
+
+TEST(Estimator, DataParallelGradientSyncUsesTheAlphaBetaFitBeyondTheRange) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 2, 1};
+  Plan p;
+  p.micro_batches = 1;
+  p.micro_batch_size = 4;
+  p.stages = {{0, 4, 2, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  // Each replica: 2 samples, 4 layers x 6 ms = 24 ms.
+  EXPECT_DOUBLE_EQ(e.pipeline_compute_ms, 24);
+  // 16000 B of gradients, beyond 1000 B: fit 0 + 0.1 us/B = 1600 us.
+  EXPECT_NEAR(e.stages[0].grad_sync_ms, 1.6, 1e-9);
+  EXPECT_NEAR(e.iteration_ms, 24 + 1.6 + 4000 * 12 / 200e9 * 1e3, 1e-9);
+  EXPECT_EQ(e.basis, Basis::Measured);
+}
+
+TEST(Estimator, TensorParallelShardsFromTheirOwnProfiles) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 2, 1};
+  Plan p;
+  p.micro_batches = 1;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 4, 1, 2}};
+  const Estimate e = estimate(cm, cell, p);
+  EXPECT_DOUBLE_EQ(e.stages[0].fwd_ms, 4 * 1.2);
+  EXPECT_DOUBLE_EQ(e.stages[0].bwd_ms, 4 * 2.4);
+  // 4 all-reduces of 200 B per layer: 20 us each.
+  EXPECT_NEAR(e.stages[0].tp_comm_ms, 4 * 4 * 0.020, 1e-12);
+  EXPECT_DOUBLE_EQ(e.stages[0].params_bytes, 4 * 500 * 4);
+  EXPECT_EQ(e.basis, Basis::Measured);
+  // tp=2 at a micro-batch of 4 comes from the single tp=2 point, proportionally.
+  EXPECT_DOUBLE_EQ(cm.layer_time(0, 2, 4).fwd_ms, 2.4);
+}
+
+TEST(Estimator, MissingShardProfilesAreExtrapolatedAndSaid) {
+  auto compute = toy_compute();
+  compute.layers.pop_back();  // no tp=2 profile left
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  EXPECT_DOUBLE_EQ(cm.layer_time(0, 2, 2).fwd_ms, 1.0);  // whole layer / 2
+  EXPECT_EQ(cm.basis(), Basis::Extrapolated);
+  EXPECT_FALSE(cm.notes().empty());
+}
+
+TEST(Estimator, CommRanksRescaledByBusBandwidth) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  // 4 ranks: factor 1.5 vs 1.0 at 2 ranks.
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 4, false, 1000), 0.1 * 1.5, 1e-12);
+  EXPECT_DOUBLE_EQ(cm.collective_ms("all_reduce", 1, false, 1000), 0);
+}
+
+TEST(Estimator, OtherGpuTypesAreExtrapolatedByRoofline) {
+  const auto compute = toy_compute("cpu");
+  const auto comm = toy_comm("cpu");
+  const CostModel cm(toy_model(), "v100", compute, &comm, sgd());
+  EXPECT_EQ(cm.basis(), Basis::Extrapolated);
+  // Per layer at mb 1: 1e6 FLOPs, 4000 + 200 bytes. cpu: max(1e6/2e12, 4200/200e9);
+  // v100 (fp32 15.7 TFLOPS, 900 GB/s): max(1e6/15.7e12, 4200/900e9).
+  const double src = std::max(1e6 / 2e12, 4200 / 200e9);
+  const double dst = std::max(1e6 / 15.7e12, 4200 / 900e9);
+  EXPECT_NEAR(cm.layer_time(0, 1, 1).fwd_ms, 1.0 * dst / src, 1e-12);
+  EXPECT_NEAR(cm.layer_time(0, 1, 1).bwd_ms, 2.0 * dst / src, 1e-12);
+  // Links from the catalogue: NVLink 150 GB/s, 5 us per ring step.
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 2, false, 1.5e6), (2 * 5 + 1.5e6 / 150e3) / 1000, 1e-12);
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 2, true, 1.25e6), (2 * 20 + 1.25e6 / 12.5e3) / 1000, 1e-12);
+  Cell cell{"toy", "v100", 1, 1, 1};
+  Plan p;
+  p.stages = {{0, 4, 1, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  EXPECT_EQ(e.basis, Basis::Extrapolated);
+  EXPECT_FALSE(e.notes.empty());
+}
+
+TEST(Estimator, MemoryBeyondTheDeviceIsInfeasible) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  Options o;  // adam: 8 B of state per parameter
+  const CostModel cm(toy_model(4, 1e10), "v100", compute, &comm, o);
+  Cell one{"toy", "v100", 1, 1, 1};
+  Plan p;
+  p.stages = {{0, 4, 1, 1}};
+  const Estimate e = estimate(cm, one, p);
+  EXPECT_FALSE(e.feasible);
+  EXPECT_NE(e.infeasible_reason.find("GiB"), std::string::npos);
+  EXPECT_NEAR(e.stages[0].optimizer_bytes, 4e10 * 8, 1);
+  // 1e9 params per GPU still need 16 GB; 1e8 per GPU fit.
+  const CostModel small(toy_model(4, 1e8), "v100", compute, &comm, o);
+  EXPECT_TRUE(estimate(small, one, p).feasible);
+}
+
+TEST(Estimator, BadPlansAndCellsGetClearErrors) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 2, 2};
+  auto msg = [&](const Plan& p) {
+    try {
+      check_plan(cm, cell, p);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Plan p;
+  p.micro_batches = 2;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  EXPECT_EQ(msg(p), "");
+  Plan gap = p;
+  gap.stages[1].first_layer = 3;
+  EXPECT_NE(msg(gap).find("contiguous"), std::string::npos);
+  Plan short_ = p;
+  short_.stages[1].num_layers = 1;
+  EXPECT_NE(msg(short_).find("cover 3 of 4"), std::string::npos);
+  Plan gpus = p;
+  gpus.stages[1].dp = 2;
+  EXPECT_NE(msg(gpus).find("uses 3 GPUs"), std::string::npos);
+  Plan odd = p;
+  odd.micro_batch_size = 3;
+  odd.stages = {{0, 2, 2, 1}, {2, 2, 2, 1}};
+  Cell four{"toy", "cpu", 1, 4, 2};
+  EXPECT_THROW(check_plan(cm, four, odd), InputError);
+  Plan tp = p;
+  tp.stages = {{0, 2, 1, 2}, {2, 2, 1, 2}};
+  Cell two_hosts{"toy", "cpu", 4, 1, 2};
+  try {
+    check_plan(cm, two_hosts, tp);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than one host"), std::string::npos);
+  }
+  EXPECT_THROW(parse_plan("dp=2,mb=x", cm, cell, 8), InputError);
+  EXPECT_THROW(parse_plan("dp=1:1:1", cm, cell, 8), InputError);
+  EXPECT_THROW(parse_plan("foo=1", cm, cell, 8), InputError);
+  EXPECT_THROW(parse_plan("mb=3", cm, cell, 8), InputError);
+  EXPECT_THROW(make_cell("toy", "cpu", 12, 1, 8), InputError);
+  Cell too_many{"toy", "cpu", 1, 8, 8};
+  EXPECT_THROW(parse_plan("", cm, too_many, 8), InputError);
+  EXPECT_THROW(CostModel(toy_model(), "no-such-gpu", compute, &comm), InputError);
+  auto other = toy_compute();
+  other.model = "gpt-tiny";
+  EXPECT_THROW(CostModel(toy_model(), "cpu", other, &comm), InputError);
+  auto missing = toy_compute();
+  for (auto& l : missing.layers) l.shape_key = "other";
+  EXPECT_THROW(CostModel(toy_model(), "cpu", missing, &comm), InputError);
+}
+
+TEST(Estimator, ParsePlanFillsDefaults) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(5), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 4, 2};
+  const Plan p = parse_plan("tp=2,mb=4", cm, cell, 16);
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_EQ(p.stages[0].dp, 1);
+  EXPECT_EQ(p.stages[0].tp, 2);
+  EXPECT_EQ(p.stages[0].num_layers, 2);
+  EXPECT_EQ(p.stages[1].num_layers, 3);
+  EXPECT_EQ(p.micro_batch_size, 4);
+  const Plan q = parse_plan("dp=2:1,tp=1:2,mb=2,mbs=2,layers=1:4", cm, cell, 0);
+  EXPECT_EQ(q.stages[1].first_layer, 1);
+  EXPECT_EQ(q.stages[1].tp, 2);
+  EXPECT_EQ(q.global_batch(), 4);
+  const Cell c = make_cell("toy", "cpu", 16, 2, 8);
+  EXPECT_EQ(c.hosts, 2);
+  EXPECT_EQ(c.gpus_per_host, 8);
+}
+
+TEST(Estimator, PipelineForm) {
+  EXPECT_DOUBLE_EQ(pipeline_form({1, 3, 2}, 4), 3 * 3 + 6);
+  EXPECT_DOUBLE_EQ(pipeline_form({5}, 1), 5);
+}
+
+}  // namespace
+}  // namespace cellsched::estimator

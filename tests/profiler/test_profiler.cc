@@ -1,0 +1,202 @@
+// The profiler's logic without devices: planning (once per shape), statistics,
+// nccl-tests bandwidths, and CUPTI record correlation from synthesized records
+// fed through the same CuptiTimer the CUDA path uses.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "profiler/comm.h"
+#include "profiler/compute.h"
+#include "profiler/cupti_records.h"
+
+namespace cellsched::profiler {
+namespace {
+
+// A backend that returns scripted times: fwd = flops-proportional, bwd = 2x.
+class FakeBackend : public ComputeBackend {
+ public:
+  std::string timer() const override { return "fake"; }
+  int threads() const override { return 1; }
+  std::map<std::string, std::string> versions() const override { return {{"fake", "1"}}; }
+  std::string detected_device_type() const override { return "cpu"; }
+  void expand(ModelSpec&) override {}
+  LayerSamples time_layer(const ModelSpec& m, size_t i, int tp, int mb, int, int reps) override {
+    calls.push_back(m.layers[i].name);
+    LayerSamples s;
+    for (int r = 0; r < reps; ++r) {
+      s.fwd_ms.push_back(m.layers[i].flops_per_sample * mb / tp / 1e9 + r);
+      s.bwd_ms.push_back(2 * s.fwd_ms.back());
+    }
+    return s;
+  }
+  std::vector<std::string> calls;
+};
+
+TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
+  ModelSpec m = model_by_name("gpt-350m");
+  ComputeOptions o;
+  o.micro_batches = {1, 2};
+  o.tp_degrees = {1, 2, 4, 8};
+  const auto plan = plan_compute(m, o);
+  EXPECT_EQ(plan.size(), 3u * 4 * 2);  // embedding, one block, head
+  FakeBackend b;
+  const ProfileRun run = profile_compute(b, m, o);
+  EXPECT_EQ(run.layers.size(), plan.size());
+  EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.0"), 8);
+  EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.1"), 0);
+  for (const auto& l : run.layers) {
+    EXPECT_EQ(l.repetitions, 3);
+    EXPECT_DOUBLE_EQ(l.bwd_ms, 2 * l.fwd_ms);
+  }
+  // A shard holds 1/tp of the matrices.
+  const auto& l1 = run.layers[8];
+  const auto& l2 = run.layers[10];
+  EXPECT_EQ(l1.layer_name, "block.0");
+  EXPECT_EQ(l2.tp_degree, 2);
+  EXPECT_DOUBLE_EQ(l2.param_bytes * 2, l1.param_bytes);
+  EXPECT_DOUBLE_EQ(l2.flops * 2, l1.flops);
+}
+
+TEST(Plan, WideResNetBlocksAreNotSplit) {
+  ModelSpec m = model_by_name("wrn-tiny");
+  ComputeOptions o;
+  o.tp_degrees = {1, 2};
+  o.micro_batches = {1};
+  for (const auto& p : plan_compute(m, o)) EXPECT_EQ(p.tp, 1);
+}
+
+TEST(Plan, BadOptionsAreInputErrors) {
+  ModelSpec m = model_by_name("gpt-tiny");
+  FakeBackend b;
+  ComputeOptions o;
+  o.tp_degrees = {3};
+  EXPECT_THROW(profile_compute(b, m, o), InputError);
+  o = ComputeOptions();
+  o.micro_batches = {0};
+  EXPECT_THROW(profile_compute(b, m, o), InputError);
+  o = ComputeOptions();
+  o.repetitions = 0;
+  EXPECT_THROW(profile_compute(b, m, o), InputError);
+  o = ComputeOptions();
+  o.device = "tpu";
+  EXPECT_THROW(make_compute_backend(o), InputError);
+}
+
+TEST(Stats, MedianAndInterquartileRange) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_DOUBLE_EQ(iqr({1, 2, 3, 4, 5}), 2);  // 4 - 2
+  EXPECT_DOUBLE_EQ(iqr({7}), 0);
+}
+
+TEST(Comm, BandwidthsAsNcclTestsReportThem) {
+  // 1 MB all-reduce over 4 ranks, median of the slowest rank 100 us -> algbw 10 GB/s, busbw 15 GB/s.
+  const CommProfile c = make_comm_profile("gloo", "all_reduce", 4, 1000000,
+                                          {{90, 100, 110}, {100, 80, 100}, {50, 100, 120}, {100, 100, 100}});
+  EXPECT_DOUBLE_EQ(c.time_us, 100);  // per repetition the slowest rank: 100, 100, 120
+  EXPECT_NEAR(c.algbw_gbps, 10.0, 1e-9);
+  EXPECT_NEAR(c.busbw_gbps, c.algbw_gbps * 1.5, 1e-9);
+  const CommProfile g = make_comm_profile("nccl", "all_gather", 8, 8 << 20, {{1000}});
+  EXPECT_NEAR(g.algbw_gbps, (8 << 20) / 1e3 / 1e3, 1e-9);  // 8.388608 GB/s
+  EXPECT_NEAR(g.busbw_gbps, g.algbw_gbps * 7 / 8, 1e-9);
+  EXPECT_EQ(g.devices_per_host, 8);
+  EXPECT_EQ(g.link, "same-host");
+}
+
+TEST(Comm, WorkerArgvRoundTripsAndBadOptionsFail) {
+  CommWorkerArgs a;
+  a.backend = "gloo";
+  a.rank = 1;
+  a.world = 2;
+  a.store_dir = "/tmp/x";
+  a.sizes = {1024, 2048};
+  a.collectives = {"all_reduce", "send_recv"};
+  a.out_path = "/tmp/x/out";
+  const CommWorkerArgs b = parse_worker_argv(to_argv(a));
+  EXPECT_EQ(b.rank, 1);
+  EXPECT_EQ(b.sizes, a.sizes);
+  EXPECT_EQ(b.collectives, a.collectives);
+  EXPECT_THROW(parse_worker_argv({"--rank", "x"}), InputError);
+  CommOptions o;
+  o.worker_command = {"/bin/false"};
+  o.collectives = {"broadcast_all"};
+  EXPECT_THROW(profile_comm(o), InputError);
+  o = CommOptions();
+  o.worker_command = {"/bin/false"};
+  o.backend = "mpi";
+  EXPECT_THROW(profile_comm(o), InputError);
+  o = CommOptions();
+  o.worker_command = {"/bin/false"};  // every worker fails: a failure, not a hang
+  o.sizes = {1024};
+  EXPECT_THROW(profile_comm(o), std::runtime_error);
+  EXPECT_EQ(default_sizes("nccl").back(), int64_t{256} << 20);
+  EXPECT_EQ(default_sizes("gloo").front(), 1024);
+}
+
+// ---- CUPTI records ----
+
+KernelRecord kernel(uint64_t start, uint64_t end, uint32_t corr) {
+  KernelRecord k;
+  k.start_ns = start;
+  k.end_ns = end;
+  k.correlation_id = corr;
+  k.name = "k" + std::to_string(corr);
+  return k;
+}
+
+TEST(Cupti, KernelsAreSummedPerRegionWithoutDoubleCountingOverlap) {
+  ActivityRecords r;
+  r.kernels = {kernel(0, 1000000, 1), kernel(500000, 1500000, 2),  // overlap: busy 1.5 ms
+               kernel(3000000, 3250000, 3),                        // region 7 too: +0.25
+               kernel(10000000, 12000000, 4),                      // region 8
+               kernel(20000000, 30000000, 99)};                    // no region: ignored
+  r.correlations = {{1, 7}, {2, 7}, {3, 7}, {4, 8}};
+  const auto ms = kernel_ms_by_external_id(r);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(ms.at(7), 1.75);
+  EXPECT_DOUBLE_EQ(ms.at(8), 2.0);
+}
+
+// Replays recorded records: what a run of two regions produced.
+class FakeActivityApi : public ActivityApi {
+ public:
+  explicit FakeActivityApi(std::deque<ActivityRecords> flushes) : flushes_(std::move(flushes)) {}
+  void push_external_id(uint64_t id) override { stack.push_back(id); pushed.push_back(id); }
+  void pop_external_id() override { stack.pop_back(); }
+  ActivityRecords flush() override {
+    ActivityRecords r = std::move(flushes_.front());
+    flushes_.pop_front();
+    return r;
+  }
+  std::vector<uint64_t> stack, pushed;
+
+ private:
+  std::deque<ActivityRecords> flushes_;
+};
+
+TEST(Cupti, TimerCorrelatesRegionsThroughTheActivityApi) {
+  ActivityRecords first;
+  first.kernels = {kernel(100, 2100, 11), kernel(5000, 9000, 12)};
+  first.correlations = {{11, 1}, {12, 2}};
+  first.dropped = 3;
+  auto api = std::make_unique<FakeActivityApi>(std::deque<ActivityRecords>{first});
+  FakeActivityApi* raw = api.get();
+  int syncs = 0;
+  CuptiTimer timer(std::move(api), [&] { ++syncs; });
+  timer.start(1);
+  timer.stop(1);
+  timer.start(2);
+  timer.stop(2);
+  EXPECT_TRUE(raw->stack.empty());
+  EXPECT_EQ(raw->pushed, (std::vector<uint64_t>{1, 2}));
+  const auto ms = timer.collect_ms();
+  EXPECT_EQ(syncs, 1);
+  EXPECT_DOUBLE_EQ(ms.at(1), 0.002);
+  EXPECT_DOUBLE_EQ(ms.at(2), 0.004);
+  EXPECT_EQ(timer.dropped(), 3u);
+}
+
+}  // namespace
+}  // namespace cellsched::profiler

@@ -1,0 +1,233 @@
+// Executors: quoting for the remote shell, the argv each one builds, the
+// learned oracle, and the ssh and Slurm executors driving real runs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/executor.h"
+#include "runner/learned_oracle.h"
+#include "runner/process.h"
+
+namespace fs = std::filesystem;
+using namespace cellsched;
+using namespace cellsched::runner;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs argv (no shell) and returns its stdout.
+std::string capture(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return out;
+}
+
+TEST(ShellQuote, RoundTripsThroughARealShell) {
+  const std::vector<std::string> args = {"plain", "", "a b", "it's", "$(echo no)", "`echo no`", "a;b|c&d",
+                                         "\"q\"", "back\\slash", "new\nline", "*", "~", "$HOME"};
+  std::string line = "printf '%s\\0'";
+  for (const auto& a : args) line += " " + shell_quote(a);
+  const std::string out = capture({"/bin/sh", "-c", line});
+  std::vector<std::string> got;
+  std::string cur;
+  for (char c : out) {
+    if (c == '\0') got.push_back(cur), cur.clear();
+    else cur += c;
+  }
+  EXPECT_EQ(got, args);
+}
+
+TEST(Executors, BuildTheArgvTheyDocument) {
+  const Node node{"node1", "10.0.0.7", "v100", 4};
+  ProcessRequest r;
+  r.node = &node;
+  r.gpus = 2;
+  r.gpu_ids = "2,3";
+  r.command = {"train", "a b"};
+  r.env = {"CELLSCHED_JOB_ID=4"};
+  r.workdir = "/w d";
+  r.name = "cellsched-L9-0";
+
+  ExecutorOptions lo;
+  const auto local = make_executor(lo)->prepare(r);
+  EXPECT_EQ(local.argv, r.command);
+  EXPECT_NE(std::find(local.env.begin(), local.env.end(), "CUDA_VISIBLE_DEVICES=2,3"), local.env.end());
+
+  ExecutorOptions so;
+  so.kind = "ssh";
+  const auto ssh = make_executor(so)->prepare(r);
+  ASSERT_GE(ssh.argv.size(), 4u);
+  EXPECT_EQ(ssh.argv[0], "ssh");
+  EXPECT_EQ(ssh.argv[1], "-o");
+  EXPECT_EQ(ssh.argv[2], "BatchMode=yes");
+  EXPECT_EQ(ssh.argv[ssh.argv.size() - 3], "10.0.0.7");
+  EXPECT_EQ(ssh.argv.back(),
+            "cd '/w d' && exec env 'CELLSCHED_JOB_ID=4' 'CUDA_VISIBLE_DEVICES=2,3' 'train' 'a b'");
+
+  ExecutorOptions sl;
+  sl.kind = "slurm";
+  const auto slurm = make_executor(sl)->prepare(r);
+  const std::vector<std::string> want = {"srun", "--nodes=1", "--ntasks=1", "--nodelist=node1",
+                                         "--gres=gpu:v100:2", "--job-name=cellsched-L9-0", "--export=ALL",
+                                         "--kill-on-bad-exit=1", "--chdir=/w d", "--", "train", "a b"};
+  EXPECT_EQ(slurm.argv, want);
+  ExecutorOptions bad;
+  bad.kind = "rsh";
+  EXPECT_THROW(make_executor(bad), std::exception);
+}
+
+TEST(LearnedOracle, ObservationsReplaceTheEstimate) {
+  LearnedOracle o(nullptr, 2.0);
+  Job j;
+  j.id = 3;
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 2, true), 4.0);  // the prior
+  o.observe(3, "v100", 2, 10.0);                            // 5 per GPU
+  EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 4, true), 20.0);
+  EXPECT_DOUBLE_EQ(o.throughput(j, "k80", 1, true), 5.0);  // carried over: no base ratio known
+  o.observe(3, "v100", 1, 7.0);                             // EMA: (5 + 7) / 2
+  EXPECT_DOUBLE_EQ(o.per_gpu(3, "v100"), 6.0);
+  EXPECT_EQ(o.samples(3, "v100"), 2);
+}
+
+TEST(Process, SupervisorAbortsWithoutTheGoAhead) {
+  const fs::path dir = fs::temp_directory_path() / ("cellsched-proc-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  SpawnSpec spec{{"/bin/sh", "-c", "echo ran > " + (dir / "ran").string()}, {}, "", (dir / "log").string(),
+                 (dir / "exit").string()};
+  {
+    PendingSpawn p = spawn(spec);
+    EXPECT_GT(p.pid(), 0);
+  }  // dropped without go()
+  for (int i = 0; i < 100 && !fs::exists(dir / "exit"); ++i) usleep(20000);
+  EXPECT_EQ(slurp(dir / "exit"), "aborted\n");
+  EXPECT_FALSE(fs::exists(dir / "ran"));
+  fs::remove(dir / "exit");
+  PendingSpawn p = spawn(spec);
+  p.go();
+  for (int i = 0; i < 100 && !fs::exists(dir / "exit"); ++i) usleep(20000);
+  EXPECT_EQ(slurp(dir / "exit"), "exit 0\n");
+  EXPECT_TRUE(fs::exists(dir / "ran"));
+  EXPECT_FALSE(alive(p.pid(), p.start_ticks()));
+  fs::remove_all(dir);
+}
+
+// ---- real runs through the ssh and slurm executors ----
+
+struct CliRun {
+  fs::path dir;
+  std::string db, nodes;
+  explicit CliRun(const std::string& tag) {
+    dir = fs::temp_directory_path() / ("cellsched-exec-" + std::to_string(getpid()) + "-" + tag);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    db = (dir / "state.db").string();
+    nodes = (dir / "nodes.yaml").string();
+  }
+  int cli(const std::vector<std::string>& args, const std::string& log = "cli.log") const {
+    std::string cmd = std::string("'") + CELLSCHED_BINARY + "'";
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " >> " + shell_quote((dir / log).string()) + " 2>&1";
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  nlohmann::json status() const {
+    cli({"status", "--db", db, "--json"}, "status.json");
+    const std::string s = slurp(dir / "status.json");
+    fs::remove(dir / "status.json");
+    return nlohmann::json::parse(s);
+  }
+};
+
+const std::string kTrainer = std::string(CELLSCHED_TEST_SOURCE) + "/runner/trainer.sh";
+
+TEST(SshExecutor, RunsJobsThroughTheClientWithQuotedArguments) {
+  CliRun r("ssh");
+  // A stand-in for the OpenSSH client: skips its options and the host and
+  // gives the remote command line to a shell, as sshd would.
+  const fs::path fake = r.dir / "fake-ssh";
+  std::ofstream(fake) << "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/ssh-calls\"\n"
+                         "while [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec /bin/sh -c \"$1\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  std::ofstream(r.nodes) << "nodes:\n  - {name: remote1, address: host-a, gpu_type: v100, gpus: 2}\n";
+  ASSERT_EQ(r.cli({"submit", "--db", r.db, "--iterations", "5", "--", kTrainer, "$(touch pwned)", "x;y"}), 0);
+  setenv("TRAINER_ARGS", (r.dir / "args").c_str(), 1);
+  const int st = r.cli({"run", "--nodes", r.nodes, "--db", r.db, "--executor", "ssh", "--ssh", fake.string(),
+                        "--round", "2", "--until-idle", "--policy", "fifo", "--grace", "2"},
+                       "runner.log");
+  unsetenv("TRAINER_ARGS");
+  EXPECT_EQ(st, 0) << slurp(r.dir / "runner.log");
+  EXPECT_EQ(r.status()["jobs"][0]["state"], "done") << slurp(r.dir / "runner.log");
+  EXPECT_EQ(slurp(r.dir / "args"), "$(touch pwned)\nx;y\n");
+  EXPECT_FALSE(fs::exists(r.dir / "pwned"));
+  const std::string calls = slurp(r.dir / "ssh-calls");
+  EXPECT_NE(calls.find("-o BatchMode=yes -tt host-a --"), std::string::npos) << calls;
+  fs::remove_all(r.dir);
+}
+
+// The Slurm executor against the throw-away local cluster of ../shared/slurm.
+TEST(SlurmExecutor, RunsJobsOnTheLocalCluster) {
+  if (find_executable("srun").empty() || find_executable("slurmctld").empty())
+    GTEST_SKIP() << "Slurm is not installed (../shared/slurm/local-cluster.sh install)";
+  const std::string script = std::string(CELLSCHED_SHARED_DATA) + "/../slurm/local-cluster.sh";
+  if (!fs::exists(script)) GTEST_SKIP() << script << " not found";
+  const bool was_up = std::system((shell_quote(script) + " status >/dev/null 2>&1").c_str()) == 0;
+  if (!was_up && std::system((shell_quote(script) + " up >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "the local Slurm cluster cannot start here";
+  std::string conf = capture({"/bin/bash", script, "env"});
+  const auto eq = conf.find("SLURM_CONF=");
+  ASSERT_NE(eq, std::string::npos) << conf;
+  conf = conf.substr(eq + 11);
+  conf = conf.substr(0, conf.find_first_of("\n "));
+  setenv("SLURM_CONF", conf.c_str(), 1);
+
+  CliRun r("slurm");
+  std::ofstream(r.nodes) << "nodes:\n  - {name: node1, address: 127.0.0.1, gpu_type: v100, gpus: 4}\n"
+                            "  - {name: node2, address: 127.0.0.1, gpu_type: k80, gpus: 4}\n";
+  for (const char* g : {"1", "2", "4"})
+    ASSERT_EQ(r.cli({"submit", "--db", r.db, "--iterations", "20", "--gpus", g, "--", kTrainer}), 0);
+  const int st = r.cli({"run", "--nodes", r.nodes, "--db", r.db, "--executor", "slurm", "--round", "3",
+                        "--until-idle", "--policy", "hadar", "--grace", "3"},
+                       "runner.log");
+  EXPECT_EQ(st, 0) << slurp(r.dir / "runner.log");
+  for (const auto& j : r.status()["jobs"]) EXPECT_EQ(j["state"], "done") << j.dump(2) << slurp(r.dir / "runner.log");
+  // The processes ran under srun with the GRES the runner asked for.
+  std::string logs;
+  for (const auto& e : fs::recursive_directory_iterator(r.dir))
+    if (e.path().extension() == ".log") logs += slurp(e.path());
+  EXPECT_EQ(logs.find("srun: error"), std::string::npos) << logs;
+  if (!was_up) std::system((shell_quote(script) + " down >/dev/null 2>&1").c_str());
+  fs::remove_all(r.dir);
+}
+
+}  // namespace

@@ -1,0 +1,345 @@
+// The online runner end to end: the `cellsched` binary, real processes (the
+// shell test trainer, the PyTorch example), real files, on this machine.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const std::string kTrainer = std::string(CELLSCHED_TEST_SOURCE) + "/runner/trainer.sh";
+
+class Runner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("cellsched-runner-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "state.db").string();
+  }
+  void TearDown() override {
+    for (pid_t p : background_) {
+      kill(p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Starts the binary with `args` (argv, no shell) in dir_; returns its pid.
+  pid_t start(std::vector<std::string> args, const std::string& tag,
+              const std::vector<std::string>& env = {}) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    const fs::path out = dir_ / (tag + ".out"), err = dir_ / (tag + ".err");
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      if (!freopen(out.c_str(), "a", stdout) || !freopen(err.c_str(), "a", stderr)) _exit(127);
+      for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    return pid;
+  }
+  static int wait_status(pid_t pid) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  Result run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    const std::string tag = "cmd" + std::to_string(++calls_);
+    const int st = wait_status(start(args, tag, env));
+    return {st, slurp(dir_ / (tag + ".out")), slurp(dir_ / (tag + ".err"))};
+  }
+  // The runner in the background, with a log file per start.
+  pid_t start_runner(const std::vector<std::string>& extra, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> args = {"run", "--nodes", nodes_, "--db", db_, "--grace", "2", "--poll", "0.1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const pid_t p = start(args, "runner" + std::to_string(++runners_), env);
+    background_.push_back(p);
+    return p;
+  }
+  int finish(pid_t p) {
+    const int st = wait_status(p);
+    std::erase(background_, p);
+    return st;
+  }
+  void write_nodes(const std::string& yaml) {
+    nodes_ = (dir_ / "nodes.yaml").string();
+    std::ofstream(nodes_) << yaml;
+  }
+  int64_t submit(const std::vector<std::string>& opts, const std::vector<std::string>& command) {
+    std::vector<std::string> args = {"submit", "--db", db_};
+    args.insert(args.end(), opts.begin(), opts.end());
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return std::atoll(r.out.c_str());
+  }
+  json status() {
+    const Result r = run({"status", "--db", db_, "--json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json::parse(r.out);
+  }
+  std::string runner_logs() const {
+    std::string s;
+    for (int i = 1; i <= runners_; ++i) s += slurp(dir_ / ("runner" + std::to_string(i) + ".err"));
+    return s;
+  }
+
+  fs::path dir_;
+  std::string db_, nodes_;
+  std::vector<pid_t> background_;
+  int calls_ = 0, runners_ = 0;
+};
+
+constexpr const char* kTwoNodes = R"(name: this-machine
+nodes:
+  - {name: fast, address: 127.0.0.1, gpu_type: v100, gpus: 2}
+  - {name: slow, address: 127.0.0.1, gpu_type: k80, gpus: 2}
+)";
+
+// Checks what every finished job must satisfy with the shell trainer: its
+// checkpoint holds exactly the iterations the store counts.
+void expect_consistent(const json& st, size_t jobs) {
+  ASSERT_EQ(st["jobs"].size(), jobs) << st.dump(2);
+  for (const json& j : st["jobs"]) {
+    EXPECT_EQ(j["state"], "done") << j.dump(2);
+    EXPECT_GE(j["iterations_done"].get<double>(), j["iterations"].get<double>()) << j.dump(2);
+    ASSERT_FALSE(j["checkpoint"].get<std::string>().empty()) << j.dump(2);
+    EXPECT_EQ(std::stod(slurp(j["checkpoint"].get<std::string>())), j["iterations_done"].get<double>())
+        << j.dump(2);
+    EXPECT_TRUE(j["copies"].empty()) << j.dump(2);
+  }
+}
+
+// Start/end lines of the trainer: no job has two gangs of copy 0 at once.
+void expect_no_overlap(const std::string& log) {
+  std::map<std::string, std::vector<std::pair<double, double>>> runs;  // job -> intervals
+  std::map<std::string, std::pair<std::string, double>> open;         // pid -> job, start
+  std::istringstream in(log);
+  std::string what, job, copy, pid;
+  double t;
+  while (in >> what >> job >> copy >> pid >> t) {
+    if (copy != "0") continue;
+    if (what == "start") open[pid] = {job, t};
+    else if (open.count(pid)) {
+      runs[open[pid].first].push_back({open[pid].second, t});
+      open.erase(pid);
+    }
+  }
+  EXPECT_TRUE(open.empty()) << "a trainer never logged its end (killed?)";
+  for (auto& [j, iv] : runs) {
+    std::sort(iv.begin(), iv.end());
+    for (size_t i = 1; i < iv.size(); ++i)
+      EXPECT_LE(iv[i - 1].second, iv[i].first + 1e-3) << "job " << j << " ran twice at once";
+  }
+}
+
+TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
+  write_nodes("nodes:\n  - {name: a, gpu_type: v100, gpus: 2}\n  - {name: b, gpu_type: nosuchgpu, gpus: 2}\n");
+  Result r = run({"run", "--nodes", nodes_, "--db", db_, "--rounds", "1"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("nodes.yaml:3"), std::string::npos) << r.err;
+  write_nodes("nodes:\n  - {name: a, gpu_type: v100, gpus: 2}\n  - {name: a, gpu_type: k80, gpus: 2}\n");
+  r = run({"run", "--nodes", nodes_, "--db", db_, "--rounds", "1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nodes.yaml:3: duplicate node name"), std::string::npos) << r.err;
+  write_nodes(kTwoNodes);
+  r = run({"run", "--nodes", nodes_, "--db", db_, "--policy", "nope"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown policy"), std::string::npos) << r.err;
+
+  r = run({"submit", "--db", db_, "--iterations", "10"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("no command"), std::string::npos) << r.err;
+  r = run({"submit", "--db", db_, "--iterations", "0", "--", kTrainer});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--iterations must be positive"), std::string::npos) << r.err;
+  r = run({"submit", "--db", db_, "--iterations", "5", "--gpus", "-1", "--", kTrainer});
+  EXPECT_EQ(r.status, 2);
+  r = run({"submit", "--db", db_, "--iterations", "5", "--", "no-such-command-xyz"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not an executable"), std::string::npos) << r.err;
+  r = run({"cancel", "--db", db_, "42"});
+  EXPECT_EQ(r.status, 2);
+  r = run({"status", "--db", (dir_ / "missing.db").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "missing.db"));
+  // Nothing was stored by the refused submissions.
+  EXPECT_TRUE(status()["jobs"].empty());
+}
+
+TEST_F(Runner, ShellMetacharactersAreLiteralArguments) {
+  write_nodes(kTwoNodes);
+  const std::vector<std::string> weird = {"$(touch pwned)", "a b;c", "`touch pwned2`", "|x&", "'\"", ""};
+  std::vector<std::string> cmd = {kTrainer};
+  cmd.insert(cmd.end(), weird.begin(), weird.end());
+  submit({"--iterations", "3"}, cmd);
+  const pid_t p = start_runner({"--round", "2", "--until-idle", "--policy", "fifo"},
+                               {"TRAINER_ARGS=" + (dir_ / "args.txt").string()});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  std::string expected;
+  for (const auto& w : weird) expected += w + "\n";
+  EXPECT_EQ(slurp(dir_ / "args.txt"), expected);
+  EXPECT_FALSE(fs::exists(dir_ / "pwned"));
+  EXPECT_FALSE(fs::exists(dir_ / "pwned2"));
+  EXPECT_EQ(status()["jobs"][0]["state"], "done");
+}
+
+TEST_F(Runner, LocalEndToEndWithPreemptionForkingAndCancel) {
+  write_nodes(kTwoNodes);
+  const std::string log = (dir_ / "trainer.log").string();
+  // Demand (1 + 2 + 1 + 2 + 4 GPUs) exceeds the 4 GPUs: jobs wait, and the
+  // 4-GPU job spans both nodes (two processes, RANK 0 and 1).
+  submit({"--iterations", "40", "--gpus", "1", "--job-type", "ResNet-18 (batch size 64)"}, {kTrainer});
+  submit({"--iterations", "60", "--gpus", "2", "--name", "two"}, {kTrainer});
+  submit({"--iterations", "30", "--gpus", "1"}, {kTrainer});
+  const int64_t victim = submit({"--iterations", "100000", "--gpus", "2"}, {kTrainer});
+  submit({"--iterations", "30", "--gpus", "4"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "2", "--until-idle", "--policy", "hadare"},
+                               {"TRAINER_LOG=" + log, "TRAINER_STEP=0.04"});
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // Submitting and cancelling while the runner runs.
+  submit({"--iterations", "20", "--gpus", "1", "--name", "late"}, {kTrainer});
+  Result c = run({"cancel", "--db", db_, std::to_string(victim)});
+  EXPECT_EQ(c.status, 0) << c.err;
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  json st = status();
+  ASSERT_EQ(st["jobs"].size(), 6u);
+  for (const json& j : st["jobs"]) {
+    if (j["id"] == victim) {
+      EXPECT_EQ(j["state"], "cancelled");
+      continue;
+    }
+    EXPECT_EQ(j["state"], "done") << j.dump(2);
+    EXPECT_GE(j["iterations_done"].get<double>(), j["iterations"].get<double>());
+    // Text checkpoints: forked copies cannot be averaged, so the copy that
+    // trained most is kept and only its iterations count.
+    EXPECT_EQ(std::stod(slurp(j["checkpoint"].get<std::string>())), j["iterations_done"].get<double>());
+  }
+  EXPECT_GE(st["rounds"].get<int>(), 3);
+  const std::string logs = runner_logs();
+  EXPECT_NE(logs.find("copy 1"), std::string::npos) << "no job was forked:\n" << logs;
+  EXPECT_NE(logs.find("on fast:0,1 slow:0,1"), std::string::npos) << "no gang spanned two nodes:\n" << logs;
+}
+
+TEST_F(Runner, FailedLaunchesAreRetriedThenTheJobFails) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "5"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "1", "--until-idle", "--max-failures", "2", "--policy", "fifo"},
+                               {"TRAINER_FAIL=1"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  const json j = status()["jobs"][0];
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["failures"], 3);
+  EXPECT_NE(j["last_error"].get<std::string>().find("exit 3"), std::string::npos) << j.dump(2);
+}
+
+TEST_F(Runner, SigkillAtRandomPointsLosesNothing) {
+  write_nodes(kTwoNodes);
+  const std::string log = (dir_ / "trainer.log").string();
+  const std::vector<std::string> env = {"TRAINER_LOG=" + log, "TRAINER_STEP=0.03"};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> wait_ms(100, 2500);
+  int submitted = 0;
+  for (int k = 0; k < 4; ++k) {
+    submit({"--iterations", std::to_string(30 + 10 * k), "--gpus", std::to_string(1 + k % 2)}, {kTrainer});
+    ++submitted;
+  }
+  for (int run_no = 0; run_no < 8; ++run_no) {
+    const pid_t p = start_runner({"--round", "1", "--policy", run_no % 2 ? "tiresias" : "hadar"}, env);
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms(rng)));
+    if (run_no % 3 == 1) {
+      submit({"--iterations", "25", "--gpus", "1"}, {kTrainer});
+      ++submitted;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms(rng) / 4));
+    kill(p, SIGKILL);
+    finish(p);
+  }
+  // A clean stop by SIGTERM: the processes stop, the runner exits 0.
+  pid_t p = start_runner({"--round", "1", "--policy", "hadar"}, env);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(p, SIGTERM);
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  for (const json& j : status()["jobs"]) EXPECT_TRUE(j["copies"].empty()) << j.dump(2);
+  p = start_runner({"--round", "1", "--policy", "hadar", "--until-idle"}, env);
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  expect_consistent(status(), static_cast<size_t>(submitted));
+  expect_no_overlap(slurp(log));
+}
+
+// HadarE forks copies of the PyTorch example; the runner averages their
+// state dicts with LibTorch; Python checks the average.
+TEST_F(Runner, PytorchCopiesAreAveragedByIterations) {
+  if (!fs::exists("/usr/bin/python3") ||
+      std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
+  write_nodes("nodes:\n  - {name: a, gpu_type: v100, gpus: 1}\n  - {name: b, gpu_type: v100, gpus: 1}\n"
+              "  - {name: c, gpu_type: k80, gpus: 1}\n");
+  const std::string train = std::string(CELLSCHED_EXAMPLES) + "/trainers/train.py";
+  submit({"--iterations", "400", "--gpus", "1"}, {"/usr/bin/python3", train, "--step-sleep", "0.01", "--save-every", "0.3"});
+#ifdef CELLSCHED_EXAMPLE_TRAINER
+  // The LibTorch twin: its checkpoints go through the same averaging.
+  submit({"--iterations", "1500", "--gpus", "1"}, {CELLSCHED_EXAMPLE_TRAINER, "--step-sleep", "0.002", "--save-every", "0.3"});
+#endif
+  const pid_t p = start_runner({"--round", "5", "--until-idle", "--policy", "hadare", "--keep-checkpoints"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  for (const json& j : status()["jobs"]) EXPECT_EQ(j["state"], "done") << j.dump(2) << runner_logs();
+  if (runner_logs().find("averaging off") != std::string::npos) GTEST_SKIP() << "built without LibTorch";
+  // The consolidations the runner recorded, checked by PyTorch itself.
+  const std::string script = R"PY(
+import json, sqlite3, sys, torch
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT inputs, output FROM online_consolidations WHERE method = 'average'").fetchall()
+assert rows, "no averaged consolidation"
+for inputs, output in rows:
+    inputs = json.loads(inputs)
+    total = sum(w for _, w in inputs)
+    out = torch.load(output)
+    dicts = [(torch.load(p), w) for p, w in inputs]
+    for k, v in out.items():
+        want = sum(d[k].double() * (w / total) for d, w in dicts)
+        assert torch.allclose(v.double(), want, atol=1e-6), k
+print(len(rows))
+)PY";
+  std::ofstream(dir_ / "check.py") << script;
+  const std::string cmd = "/usr/bin/python3 " + (dir_ / "check.py").string() + " " + db_ + " > " +
+                          (dir_ / "check.out").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "check.out") << runner_logs();
+  EXPECT_GE(std::atoi(slurp(dir_ / "check.out").c_str()), 1);
+}
+
+}  // namespace

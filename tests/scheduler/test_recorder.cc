@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/schedule.h"
+#include "scheduler/engine.h"
+#include "scheduler/policy.h"
+#include "scheduler/recorder.h"
+#include "tests/scheduler/fake_oracle.h"
+
+namespace cellsched {
+namespace {
+
+using testing::FakeOracle;
+using testing::make_job;
+
+struct Recorded {
+  RunRecord run;
+  Schedule schedule;
+};
+
+Recorded record(const std::string& policy, const Trace& t, const Cluster& c, const FakeOracle& o) {
+  Schedule header;
+  header.policy = policy;
+  header.round_s = 360;
+  ScheduleRecorder rec(c, o, header);
+  SimOptions so;
+  so.on_round = [&](double now, const std::vector<JobState*>& jobs,
+                    const std::vector<Allocation>& out) { rec.record(now, jobs, out); };
+  auto p = make_policy(policy);
+  Recorded r;
+  r.run = simulate(t, c, o, *p, so);
+  r.schedule = rec.finish(r.run);
+  return r;
+}
+
+Cluster mixed() {
+  Cluster c;
+  c.name = "mixed";
+  c.nodes = {{"a", "localhost", "v100", 4}, {"b", "localhost", "p100", 4}, {"c", "localhost", "k80", 4}};
+  return c;
+}
+
+Trace several() {
+  Trace t;
+  t.name = "several";
+  for (int i = 0; i < 10; ++i)
+    t.jobs.push_back(make_job(i, i * 400.0, 1 << (i % 3), 2e4 + 5e3 * (i % 4)));
+  return t;
+}
+
+// No two entries that overlap in time share a GPU of a node; every index is
+// on the node; every entry lies within its job's life.
+void expect_consistent(const Recorded& r, const Cluster& c) {
+  std::map<std::string, int> gpus;
+  for (const Node& n : c.nodes) gpus[n.name] = n.gpus;
+  std::map<int64_t, const JobResult*> job;
+  for (const JobResult& j : r.run.jobs) job[j.job_id] = &j;
+  const auto& e = r.schedule.entries;
+  for (size_t i = 0; i < e.size(); ++i) {
+    ASSERT_TRUE(gpus.count(e[i].node)) << e[i].node;
+    for (int g : e[i].gpu_indices) {
+      EXPECT_GE(g, 0);
+      EXPECT_LT(g, gpus[e[i].node]);
+    }
+    EXPECT_LE(e[i].start_s, e[i].end_s);
+    EXPECT_GE(e[i].start_s, job[e[i].job_id]->arrival_s);
+    if (job[e[i].job_id]->finished()) EXPECT_LE(e[i].end_s, job[e[i].job_id]->completion_s + 1e-9);
+    for (size_t k = i + 1; k < e.size(); ++k) {
+      if (e[k].node != e[i].node || !(e[k].start_s < e[i].end_s && e[i].start_s < e[k].end_s))
+        continue;
+      for (int g : e[i].gpu_indices)
+        EXPECT_EQ(std::count(e[k].gpu_indices.begin(), e[k].gpu_indices.end(), g), 0)
+            << "GPU " << g << " of " << e[i].node << " given to job " << e[i].job_id << " and job "
+            << e[k].job_id << " at once";
+    }
+  }
+}
+
+TEST(Recorder, SchedulesAreConsistentForEveryPolicy) {
+  const Cluster c = mixed();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
+  for (const std::string& p : policy_names()) {
+    SCOPED_TRACE(p);
+    const Recorded r = record(p, several(), c, o);
+    EXPECT_EQ(r.run.metrics.completed, 10);
+    ASSERT_FALSE(r.schedule.entries.empty());
+    EXPECT_EQ(r.schedule.rounds.size(), static_cast<size_t>(r.run.metrics.rounds));
+    expect_consistent(r, c);
+    // GPU-seconds in the schedule = GPU-seconds the engine accounted.
+    double sched = 0, engine = 0;
+    for (const ScheduleEntry& e : r.schedule.entries) sched += (e.end_s - e.start_s) * e.gpu_indices.size();
+    for (const JobResult& j : r.run.jobs) engine += j.gpu_seconds;
+    EXPECT_NEAR(sched, engine, 1e-6 * engine);
+  }
+}
+
+TEST(Recorder, AJobThatStaysKeepsItsGpusInOneEntry) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 4}};
+  FakeOracle o;
+  o.rate = {{"v100", 1}};
+  Trace t;
+  t.name = "two";
+  t.jobs = {make_job(0, 0, 2, 2000), make_job(1, 10, 1, 100)};
+  const Recorded r = record("fifo", t, c, o);
+  ASSERT_EQ(r.schedule.entries.size(), 2u);
+  // Job 0: 2 GPUs from 0 until it completes at 30 + 1000 s, one entry.
+  EXPECT_EQ(r.schedule.entries[0].job_id, 0);
+  EXPECT_EQ(r.schedule.entries[0].gpu_indices, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(r.schedule.entries[0].end_s, 1030);
+  // Job 1 starts at the next round on the next free index.
+  EXPECT_EQ(r.schedule.entries[1].gpu_indices, (std::vector<int>{2}));
+  EXPECT_DOUBLE_EQ(r.schedule.entries[1].start_s, 360);
+}
+
+TEST(Schedule, JsonRoundTripsAndBadFilesAreInputErrors) {
+  const Cluster c = mixed();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
+  const Recorded r = record("hadare", several(), c, o);
+  const Schedule back = schedule_from_json(schedule_to_json(r.schedule), "s.json");
+  ASSERT_EQ(back.entries.size(), r.schedule.entries.size());
+  for (size_t i = 0; i < back.entries.size(); ++i) {
+    EXPECT_EQ(back.entries[i].job_id, r.schedule.entries[i].job_id);
+    EXPECT_EQ(back.entries[i].copy, r.schedule.entries[i].copy);
+    EXPECT_EQ(back.entries[i].gpu_indices, r.schedule.entries[i].gpu_indices);
+    EXPECT_DOUBLE_EQ(back.entries[i].end_s, r.schedule.entries[i].end_s);
+  }
+  EXPECT_EQ(back.rounds, r.schedule.rounds);
+  try {
+    schedule_from_json("{\n\"format\": \"cellsched-schedule-1\",\n oops }", "bad.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("bad.json:3:", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(schedule_from_json("{\"format\": \"other\"}", "x.json"), InputError);
+}
+
+}  // namespace
+}  // namespace cellsched

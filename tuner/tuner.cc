@@ -1,0 +1,340 @@
+#include "tuner/tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace cellsched::tuner {
+
+using estimator::Cell;
+using estimator::CostModel;
+using estimator::Estimate;
+using estimator::Plan;
+using estimator::StagePlan;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Shape {
+  int dp = 1, tp = 1;
+};
+
+std::vector<int> micro_batch_counts(const TuneOptions& o) {
+  if (o.global_batch < 1) throw InputError("global batch must be >= 1");
+  std::vector<int> out;
+  if (!o.micro_batch_counts.empty()) {
+    for (int b : o.micro_batch_counts) {
+      if (b < 1 || o.global_batch % b != 0)
+        throw InputError("micro-batch count " + std::to_string(b) + " does not divide the global batch " +
+                         std::to_string(o.global_batch));
+      out.push_back(b);
+    }
+  } else {
+    for (int b = 1; b <= o.global_batch; b *= 2)
+      if (o.global_batch % b == 0) out.push_back(b);
+  }
+  std::sort(out.begin(), out.end(), std::greater<>());  // many micro-batches first: good incumbents
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<Shape> shapes_for(const CostModel& cm, const Cell& cell, int g, int mbs, const TuneOptions& o) {
+  std::vector<Shape> out;
+  for (int tp = 1; tp <= g && tp <= cell.gpus_per_host && tp <= std::max(1, o.max_tp); tp *= 2) {
+    if (g % tp != 0) break;
+    if (tp > 1 && !cm.has_tp_layers()) break;
+    const int dp = g / tp;
+    if (mbs % dp != 0) continue;
+    out.push_back({dp, tp});
+  }
+  return out;
+}
+
+void check_cell(const CostModel& cm, const Cell& cell) {
+  const std::string w = "cell " + cell.model + " on " + std::to_string(cell.gpus()) + " " + cell.gpu_type +
+                        " GPUs, " + std::to_string(cell.stages) + " stage(s)";
+  if (cell.hosts < 1 || cell.gpus_per_host < 1 || cell.stages < 1)
+    throw InputError(w + ": hosts, GPUs per host and stages must be >= 1");
+  if (cell.model != cm.model().name) throw InputError(w + ": the cost model is for " + cm.model().name);
+  if (cell.stages > cm.num_layers())
+    throw InputError(w + ": more stages than the model's " + std::to_string(cm.num_layers()) + " layers");
+  if (cell.gpus() % cell.stages != 0)
+    throw InputError(w + ": the GPUs do not split evenly over the stages");
+}
+
+// A DP label: one way to place the first layers on the first stages.
+struct Label {
+  double max_s = 0, max_c = 0, max_sync = 0, sum = 0;  // sum of stage and send times
+  double mem = 0;                                       // largest stage footprint
+  int prev_a = -1, prev_idx = -1, shape = -1;
+};
+
+bool dominates(const Label& x, const Label& y) {
+  return x.max_s <= y.max_s && x.max_c <= y.max_c && x.max_sync <= y.max_sync && x.sum <= y.sum;
+}
+
+// Keeps the Pareto-optimal final plans (time vs memory), fastest first.
+void add_pareto(std::vector<TunedPlan>& set, TunedPlan p, int cap) {
+  for (const auto& q : set)
+    if (q.estimate.iteration_ms <= p.estimate.iteration_ms && q.estimate.memory_bytes <= p.estimate.memory_bytes)
+      return;
+  std::erase_if(set, [&](const TunedPlan& q) {
+    return p.estimate.iteration_ms <= q.estimate.iteration_ms && p.estimate.memory_bytes <= q.estimate.memory_bytes;
+  });
+  set.push_back(std::move(p));
+  std::sort(set.begin(), set.end(), [](const TunedPlan& a, const TunedPlan& b) {
+    return a.estimate.iteration_ms < b.estimate.iteration_ms;
+  });
+  if (static_cast<int>(set.size()) > cap) set.resize(static_cast<size_t>(cap));
+}
+
+}  // namespace
+
+TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o) {
+  check_cell(cm, cell);
+  TuneResult res;
+  res.cell = cell;
+  const int L = cm.num_layers(), S = cell.stages, g = cell.gpus() / S;
+  const double bpv = cm.model().bytes_per_value;
+  const double opt_bytes = cm.optimizer_state_bytes_per_param();
+  const double cap = cm.memory_capacity_bytes();
+  const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
+  const size_t label_cap = static_cast<size_t>(std::max(1, o.labels_per_state));
+  double incumbent = kInf;
+
+  for (const int B : micro_batch_counts(o)) {
+    const int mbs = o.global_batch / B;
+    const std::vector<Shape> shapes = shapes_for(cm, cell, g, mbs, o);
+    if (shapes.empty()) continue;
+    const size_t K = shapes.size();
+    // Per shape and layer: stage time (fwd + bwd + TP comm), params, saved bytes, activation.
+    std::vector<std::vector<double>> st(K, std::vector<double>(static_cast<size_t>(L)));
+    std::vector<std::vector<double>> par(K, std::vector<double>(static_cast<size_t>(L)));
+    std::vector<std::vector<double>> sav(K, std::vector<double>(static_cast<size_t>(L)));
+    std::vector<double> suffix_min(static_cast<size_t>(L) + 1, 0);
+    for (size_t k = 0; k < K; ++k) {
+      const double m = static_cast<double>(mbs) / shapes[k].dp;
+      for (int l = 0; l < L; ++l) {
+        const auto t = cm.layer_time(l, shapes[k].tp, m);
+        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + cm.tp_comm_ms(l, shapes[k].tp, m, false);
+        par[k][static_cast<size_t>(l)] = cm.layer_params(l, shapes[k].tp);
+        sav[k][static_cast<size_t>(l)] = cm.layer_saved_bytes(l, shapes[k].tp);
+      }
+    }
+    for (int l = L - 1; l >= 0; --l) {
+      double mn = kInf;
+      for (size_t k = 0; k < K; ++k) mn = std::min(mn, st[k][static_cast<size_t>(l)]);
+      suffix_min[static_cast<size_t>(l)] = suffix_min[static_cast<size_t>(l) + 1] + mn;
+    }
+    const auto lower_bound = [&](const Label& x, int j, int a) {
+      const double rem = suffix_min[static_cast<size_t>(a)];
+      const int left = S - j;
+      const double ms = left > 0 ? std::max(x.max_s, rem / left) : x.max_s;
+      return (B - 1) * (ms + x.max_c) + x.sum + rem + x.max_sync;
+    };
+    // labels[j][a]: the first j stages hold layers [0, a).
+    std::vector<std::vector<std::vector<Label>>> labels(
+        static_cast<size_t>(S) + 1, std::vector<std::vector<Label>>(static_cast<size_t>(L) + 1));
+    labels[0][0].push_back(Label{});
+    for (int j = 0; j < S; ++j) {
+      const bool stage_net = host_of(j * g) != host_of(j * g + g - 1);
+      const bool send_net = j + 1 < S && host_of((j + 1) * g - 1) != host_of((j + 1) * g);
+      const int in_flight = std::min(B, S - j);
+      const int b_max = L - (S - j - 1);
+      for (int a = j; a < b_max; ++a) {
+        auto& here = labels[static_cast<size_t>(j)][static_cast<size_t>(a)];
+        for (int idx = 0; idx < static_cast<int>(here.size()); ++idx) {
+          const Label x = here[static_cast<size_t>(idx)];
+          if (lower_bound(x, j, a) >= incumbent) continue;
+          for (size_t k = 0; k < K; ++k) {
+            const double m = static_cast<double>(mbs) / shapes[k].dp;
+            double s = 0, p = 0, sv = 0, act = 0;
+            for (int b = a + 1; b <= b_max; ++b) {
+              const size_t l = static_cast<size_t>(b - 1);
+              s += st[k][l];
+              p += par[k][l];
+              sv += sav[k][l];
+              act = std::max(act, cm.model().layers[l].activation_bytes_per_sample * m);
+              const double mem = p * (2 * bpv + opt_bytes) + sv * m * in_flight + 2 * act;
+              if (mem > cap) break;  // longer stages only need more
+              if (j == S - 1 && b != L) continue;
+              Label y;
+              y.max_s = std::max(x.max_s, s);
+              const double c = j + 1 < S ? 2 * cm.collective_ms("send_recv", 2, send_net,
+                                                              cm.model().layers[l].activation_bytes_per_sample * m)
+                                         : 0;
+              y.max_c = std::max(x.max_c, c);
+              y.sum = x.sum + s + c;
+              y.max_sync = std::max(x.max_sync, cm.collective_ms("all_reduce", shapes[k].dp, stage_net, p * bpv) +
+                                                    cm.optimizer_ms(p));
+              y.mem = std::max(x.mem, mem);
+              y.prev_a = a;
+              y.prev_idx = idx;
+              y.shape = static_cast<int>(k);
+              if (lower_bound(y, j + 1, b) >= incumbent) continue;
+              ++res.labels;
+              auto& there = labels[static_cast<size_t>(j) + 1][static_cast<size_t>(b)];
+              if (std::any_of(there.begin(), there.end(), [&](const Label& z) { return dominates(z, y); }))
+                continue;
+              std::erase_if(there, [&](const Label& z) { return dominates(y, z); });
+              there.push_back(y);
+              if (there.size() > 2 * label_cap) {
+                // Keep the labels with the best partial objective.
+                std::sort(there.begin(), there.end(), [&](const Label& u, const Label& v) {
+                  return lower_bound(u, j + 1, b) < lower_bound(v, j + 1, b);
+                });
+                there.resize(label_cap);
+              }
+              if (j == S - 1) incumbent = std::min(incumbent, lower_bound(y, S, L));
+            }
+          }
+        }
+      }
+    }
+    // Complete plans of this micro-batch count.
+    const auto& done = labels[static_cast<size_t>(S)][static_cast<size_t>(L)];
+    for (int idx = 0; idx < static_cast<int>(done.size()); ++idx) {
+      Plan plan;
+      plan.micro_batches = B;
+      plan.micro_batch_size = mbs;
+      plan.stages.resize(static_cast<size_t>(S));
+      int a = L, i = idx;
+      for (int j = S; j > 0; --j) {
+        const Label& y = labels[static_cast<size_t>(j)][static_cast<size_t>(a)][static_cast<size_t>(i)];
+        const Shape sh = shapes[static_cast<size_t>(y.shape)];
+        plan.stages[static_cast<size_t>(j) - 1] = StagePlan{y.prev_a, a - y.prev_a, sh.dp, sh.tp};
+        i = y.prev_idx;
+        a = y.prev_a;
+      }
+      TunedPlan tp{plan, estimator::estimate(cm, cell, plan)};
+      if (tp.estimate.feasible) add_pareto(res.pareto, std::move(tp), std::max(1, o.pareto_size));
+    }
+  }
+  res.feasible = !res.pareto.empty();
+  return res;
+}
+
+std::vector<int> stage_counts(const CostModel& cm, int gpus) {
+  std::vector<int> out;
+  for (int s = 1; s <= gpus && s <= cm.num_layers(); ++s)
+    if (gpus % s == 0) out.push_back(s);
+  return out;
+}
+
+TuneResult tune_auto(const CostModel& cm, Cell cell, const TuneOptions& o, std::vector<TuneResult>* per_stage) {
+  TuneResult best;
+  best.cell = cell;
+  for (int s : stage_counts(cm, cell.gpus())) {
+    cell.stages = s;
+    TuneResult r = tune_cell(cm, cell, o);
+    best.labels += r.labels;
+    if (r.feasible && (!best.feasible || r.best().estimate.iteration_ms < best.best().estimate.iteration_ms)) {
+      const long labels = best.labels;
+      best = r;
+      best.labels = labels;
+    }
+    if (per_stage) per_stage->push_back(std::move(r));
+  }
+  return best;
+}
+
+std::vector<TuneResult> tune_all(const CostModel& cm, int max_gpus, int max_gpus_per_host, const TuneOptions& o) {
+  std::vector<TuneResult> out;
+  for (int n = 1; n <= max_gpus; n *= 2) {
+    const Cell base = estimator::make_cell(cm.model().name, cm.gpu_type(), n, 1, max_gpus_per_host);
+    tune_auto(cm, base, o, &out);
+  }
+  return out;
+}
+
+TuneResult exhaustive(const CostModel& cm, const Cell& cell, const TuneOptions& o) {
+  check_cell(cm, cell);
+  TuneResult res;
+  res.cell = cell;
+  const int L = cm.num_layers(), S = cell.stages, g = cell.gpus() / S;
+  for (const int B : micro_batch_counts(o)) {
+    const int mbs = o.global_batch / B;
+    const std::vector<Shape> shapes = shapes_for(cm, cell, g, mbs, o);
+    if (shapes.empty()) continue;
+    Plan plan;
+    plan.micro_batches = B;
+    plan.micro_batch_size = mbs;
+    plan.stages.resize(static_cast<size_t>(S));
+    std::function<void(int, int)> rec = [&](int j, int a) {
+      if (j == S) {
+        if (a != L) return;
+        ++res.labels;
+        TunedPlan tp{plan, estimator::estimate(cm, cell, plan)};
+        if (tp.estimate.feasible) add_pareto(res.pareto, std::move(tp), std::max(1, o.pareto_size));
+        return;
+      }
+      for (int b = a + 1; b <= L - (S - j - 1); ++b)
+        for (const Shape& sh : shapes) {
+          plan.stages[static_cast<size_t>(j)] = StagePlan{a, b - a, sh.dp, sh.tp};
+          rec(j + 1, b);
+        }
+    };
+    rec(0, 0);
+  }
+  res.feasible = !res.pareto.empty();
+  return res;
+}
+
+std::string plan_json(const Plan& plan) {
+  nlohmann::json j;
+  j["micro_batches"] = plan.micro_batches;
+  j["micro_batch_size"] = plan.micro_batch_size;
+  j["global_batch"] = plan.global_batch();
+  auto& st = j["stages"] = nlohmann::json::array();
+  for (const auto& s : plan.stages)
+    st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp}});
+  return j.dump();
+}
+
+Plan plan_from_json(const std::string& text) {
+  Plan p;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    p.micro_batches = j.at("micro_batches").get<int>();
+    p.micro_batch_size = j.at("micro_batch_size").get<int>();
+    for (const auto& s : j.at("stages"))
+      p.stages.push_back({s.at("first_layer").get<int>(), s.at("num_layers").get<int>(), s.at("dp").get<int>(),
+                          s.at("tp").get<int>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("stored plan: ") + e.what());
+  }
+  return p;
+}
+
+std::string breakdown_json(const Estimate& e) {
+  nlohmann::json j;
+  j["basis"] = estimator::basis_name(e.basis);
+  j["notes"] = e.notes;
+  j["iteration_ms"] = e.iteration_ms;
+  j["samples_per_s"] = e.samples_per_s;
+  j["pipeline_compute_ms"] = e.pipeline_compute_ms;
+  j["pipeline_comm_ms"] = e.pipeline_comm_ms;
+  j["sync_ms"] = e.sync_ms;
+  j["memory_bytes"] = e.memory_bytes;
+  j["memory_capacity_bytes"] = e.memory_capacity_bytes;
+  j["feasible"] = e.feasible;
+  if (!e.feasible) j["infeasible_reason"] = e.infeasible_reason;
+  auto& st = j["stages"] = nlohmann::json::array();
+  for (const auto& s : e.stages)
+    st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp},
+                  {"replica_micro_batch", s.replica_micro_batch}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
+                  {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"grad_sync_ms", s.grad_sync_ms},
+                  {"optimizer_ms", s.optimizer_ms}, {"params_bytes", s.params_bytes},
+                  {"grads_bytes", s.grads_bytes}, {"optimizer_bytes", s.optimizer_bytes},
+                  {"activation_bytes", s.activation_bytes}, {"in_flight", s.in_flight},
+                  {"memory_bytes", s.memory_bytes}});
+  return j.dump();
+}
+
+}  // namespace cellsched::tuner
