@@ -10,6 +10,7 @@
 
 #include "cli/common.h"
 #include "cli/estimate_common.h"
+#include "tuner/cells.h"
 #include "core/error.h"
 #include "core/gpu.h"
 #include "db/cell_store.h"
@@ -140,38 +141,6 @@ int parse_stages(const std::string& s) {
   return static_cast<int>(v);
 }
 
-db::CellRecord to_record(const tuner::TuneResult& r, int stages_key, int batch, int64_t profile_id) {
-  db::CellRecord c;
-  c.model = r.cell.model;
-  c.gpu_type = r.cell.gpu_type;
-  c.hosts = r.cell.hosts;
-  c.gpus_per_host = r.cell.gpus_per_host;
-  c.stages = stages_key;
-  c.global_batch = batch;
-  c.profile_run_id = profile_id;
-  if (!r.feasible) {
-    c.basis = "infeasible";
-    c.iteration_ms = c.samples_per_s = c.memory_gib = std::nan("");
-    return c;
-  }
-  const auto& e = r.best().estimate;
-  c.basis = estimator::basis_name(e.basis);
-  c.iteration_ms = e.iteration_ms;
-  c.samples_per_s = e.samples_per_s;
-  c.memory_gib = e.memory_bytes / kGiB;
-  c.plan = tuner::plan_json(r.best().plan);
-  nlohmann::json b = nlohmann::json::parse(tuner::breakdown_json(e));
-  b["stages_chosen"] = r.cell.stages;
-  nlohmann::json alts = nlohmann::json::array();
-  for (size_t i = 1; i < r.pareto.size(); ++i)
-    alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(r.pareto[i].plan))},
-                    {"iteration_ms", r.pareto[i].estimate.iteration_ms},
-                    {"memory_gib", r.pareto[i].estimate.memory_bytes / kGiB}});
-  b["pareto"] = alts;
-  c.breakdown = b.dump();
-  return c;
-}
-
 }  // namespace
 
 int cmd_estimate(const std::vector<std::string>& args) {
@@ -238,8 +207,8 @@ int cmd_tune(const std::vector<std::string>& args) {
       std::vector<tuner::TuneResult> per;
       const auto base = estimator::make_cell(l.model.name, cm.gpu_type(), n, 1, c.gpus_per_host);
       const auto best = tuner::tune_auto(cm, base, to, &per);
-      for (const auto& r : per) recs.push_back(to_record(r, r.cell.stages, c.batch, pid));
-      recs.push_back(to_record(best, 0, c.batch, pid));
+      for (const auto& r : per) recs.push_back(cell_record(r, r.cell.stages, c.batch, pid));
+      recs.push_back(cell_record(best, 0, c.batch, pid));
       for (auto& r : per) results.push_back(std::move(r));
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -304,8 +273,8 @@ int cmd_tune(const std::vector<std::string>& args) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (store) {
     std::vector<db::CellRecord> recs;
-    for (const auto& p : per) recs.push_back(to_record(p, p.cell.stages, c.batch, pid));
-    recs.push_back(to_record(r, stages, c.batch, pid));
+    for (const auto& p : per) recs.push_back(cell_record(p, p.cell.stages, c.batch, pid));
+    recs.push_back(cell_record(r, stages, c.batch, pid));
     store->save(recs);
   }
   if (!r.feasible) {

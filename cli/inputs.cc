@@ -1,6 +1,13 @@
 #include "cli/inputs.h"
 
+#include <filesystem>
+
+#include "core/gpu.h"
+
+#include "cli/estimate_common.h"
+#include "core/error.h"
 #include "core/trace_io.h"
+#include "tuner/cells.h"
 #include "scheduler/bound.h"
 #include "scheduler/policy.h"
 
@@ -19,12 +26,36 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", po::value(&a.fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
-      ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)");
+      ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
+      ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from the measured table (table) or from tuned cells of zoo models (cells)")
+      ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
+      ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)");
 }
 
 ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ReplayInputs in;
   in.cluster = load_cluster(a.cluster_spec);
+  if (a.oracle == "cells") {
+    if (a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db))
+      throw InputError(a.cells_db + ": no such database (profile the models first: cellsched profile compute --model M --db " + a.cells_db + ")");
+    in.cells = std::make_unique<db::CellStore>(db::CellStore::open(a.cells_db));
+    const std::string path = a.cells_db;
+    // Profiles: the model's newest compute profile (on the type, else
+    // anywhere, extrapolated), the newest comm profile on the type if any.
+    auto factory = [path](const std::string& model, const std::string& gpu_type)
+        -> std::shared_ptr<const estimator::CostModel> {
+      const ModelSpec spec = load_model(model);
+      const ProfileSelection sel = select_profiles(path, spec, gpu_type, 0, 0);
+      return std::make_shared<estimator::CostModel>(spec, gpu_type, sel.compute,
+                                                    sel.comm ? &*sel.comm : nullptr);
+    };
+    in.oracle = std::make_unique<CellOracle>(*in.cells, factory, in.cluster, tuner::TuneOptions{},
+                                             "cells:" + path);
+  } else if (a.oracle != "table") {
+    throw InputError("--oracle must be table or cells, not '" + a.oracle + "'");
+  } else if (!a.model_mix.empty()) {
+    throw InputError("--model-mix needs --oracle cells");
+  }
   in.table = load_gavel_throughputs(a.throughputs);
   TraceReadOptions ro;
   ro.format = parse_trace_format(a.format);
@@ -32,8 +63,21 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ro.seed = a.seed;
   ro.reference_gpu = a.ref_gpu;
   ro.limit = a.limit;
+  if (!a.model_mix.empty()) {
+    ro.model_mix = parse_model_mix(a.model_mix);
+    const ThroughputOracle* oracle = in.oracle.get();
+    const std::string ref = canonical_gpu_name(a.ref_gpu);
+    ro.reference_gpu = ref;
+    ro.model_rate = [oracle, ref](const std::string& model, int batch, int gpus) {
+      Job j;
+      j.model = model;
+      j.batch_size = batch;
+      j.gpus = gpus;
+      return oracle->throughput(j, ref, gpus, true);
+    };
+  }
   in.trace = load_trace(a.trace_path, ro);
-  in.oracle = std::make_unique<TableOracle>(in.table);
+  if (!in.oracle) in.oracle = std::make_unique<TableOracle>(in.table);
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;

@@ -10,6 +10,7 @@
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/throughput.h"
+#include "db/cell_store.h"
 #include "scheduler/engine.h"
 #include "scheduler/oracle.h"
 
@@ -20,13 +21,18 @@ struct ReplayArgs {
   uint64_t seed = 0;
   long limit = -1;
   double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = 1, consolidation_s = 0;
+  std::string oracle = "table";  // "table" (measured throughputs) or "cells" (tuned cells)
+  std::string cells_db;          // profiles and cell estimates (cells)
+  std::string model_mix;         // Philly import onto zoo models (cells)
 };
 
 // --trace --format --cluster --throughputs --seed --reference-gpu --limit
-// --round --restart --fork-efficiency --consolidation --horizon
+// --round --restart --fork-efficiency --consolidation --horizon --oracle
+// --cells-db --model-mix
 void add_replay_options(po::options_description& opt, ReplayArgs& a);
 
 struct ReplayInputs {
+  std::unique_ptr<db::CellStore> cells;  // open while the cell oracle is in use
   Cluster cluster;
   ThroughputTable table;
   Trace trace;

@@ -7,12 +7,17 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "core/error.h"
 #include "profiler/backends.h"
+#include "profiler/torch_layers.h"
 
 namespace cellsched::profiler::detail {
 namespace {
@@ -191,7 +196,7 @@ class TorchBackend : public ComputeBackend {
   TorchBackend(const std::string& device, int threads, std::unique_ptr<DeviceTimer> timer,
                std::string detected)
       : device_(device), timer_(std::move(timer)), detected_(std::move(detected)) {
-    if (threads > 0) torch::set_num_threads(threads);
+    if (threads > 0) set_cpu_threads(threads);
     threads_ = torch::get_num_threads();
     torch::manual_seed(0);
   }
@@ -429,6 +434,22 @@ TorchLayer build_torch_layer(const ModelSpec& m, size_t index) {
   out.module = layer;
   out.forward = [layer](torch::Tensor x) { return layer->forward(x); };
   return out;
+}
+
+}  // namespace cellsched::profiler
+
+namespace cellsched::profiler {
+
+void set_cpu_threads(int threads) {
+  if (threads <= 0) return;
+  torch::set_num_threads(threads);
+  const std::string n = std::to_string(threads);
+  setenv("OPENBLAS_NUM_THREADS", n.c_str(), 1);
+  setenv("OMP_NUM_THREADS", n.c_str(), 1);
+  // OpenBLAS read its variable when it was loaded; tell it directly when it
+  // is the BLAS in use (no-op for other BLAS libraries).
+  using SetThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(threads);
 }
 
 }  // namespace cellsched::profiler

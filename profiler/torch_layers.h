@@ -21,4 +21,10 @@ struct TorchLayer {
 };
 TorchLayer build_torch_layer(const ModelSpec& model, size_t index);
 
+// Pins CPU compute to `threads` threads: LibTorch's intra-op pool and the
+// BLAS library's own pool (Debian's LibTorch calls the system BLAS, whose
+// OpenBLAS build otherwise starts one thread per core in every process), and
+// exports OPENBLAS_NUM_THREADS / OMP_NUM_THREADS for child processes.
+void set_cpu_threads(int threads);
+
 }  // namespace cellsched::profiler

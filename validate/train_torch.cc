@@ -54,7 +54,7 @@ void sgd_step(std::vector<Tensor>& params) {
 bool available() { return true; }
 
 int run_worker(const WorkerArgs& a) {
-  torch::set_num_threads(std::max(1, a.threads));
+  profiler::set_cpu_threads(std::max(1, a.threads));
   torch::manual_seed(1 + a.rank);
   const ModelSpec m = load_model(a.model);
   const int L = static_cast<int>(m.layers.size());
@@ -100,11 +100,17 @@ int run_worker(const WorkerArgs& a) {
         }
       }
     } else if (a.rank == 0) {  // stage 0: forward every micro-batch, then the backwards
+      // Sends complete only when stage 1 takes them, and stage 1 sends a
+      // gradient back after each micro-batch: post the sends without waiting,
+      // so neither side blocks the other.
       std::vector<Tensor> outs;
+      std::vector<std::vector<Tensor>> sent;
+      std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
+      sent.reserve(static_cast<size_t>(a.micro_batches));
       for (int b = 0; b < a.micro_batches; ++b) {
         Tensor y = st.forward(st.layers.front().input(mb));
-        std::vector<Tensor> t{y.detach().contiguous()};
-        pg->send(t, 1, b)->wait();
+        sent.push_back({y.detach().contiguous()});
+        pending.push_back(pg->send(sent.back(), 1, b));
         outs.push_back(y);
       }
       for (int b = 0; b < a.micro_batches; ++b) {
@@ -112,16 +118,21 @@ int run_worker(const WorkerArgs& a) {
         pg->recv(g, 1, 1000 + b)->wait();
         outs[static_cast<size_t>(b)].backward(g[0]);
       }
+      for (auto& w : pending) w->wait();
     } else {  // stage 1: receive, forward, backward, send the input's gradient back
+      std::vector<std::vector<Tensor>> sent;
+      std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
+      sent.reserve(static_cast<size_t>(a.micro_batches));
       for (int b = 0; b < a.micro_batches; ++b) {
         std::vector<Tensor> x{torch::empty_like(probe)};
         pg->recv(x, 0, b)->wait();
         Tensor in = x[0].requires_grad_(true);
         Tensor y = st.forward(in);
         y.backward(torch::ones_like(y));
-        std::vector<Tensor> g{in.grad().contiguous()};
-        pg->send(g, 0, 1000 + b)->wait();
+        sent.push_back({in.grad().contiguous()});
+        pending.push_back(pg->send(sent.back(), 0, 1000 + b));
       }
+      for (auto& w : pending) w->wait();
     }
     sgd_step(st.params);
     if (pg) pg->barrier()->wait();

@@ -248,4 +248,59 @@ TEST_F(Cli, SweepWithoutGnuplotSaysWhatToInstall) {
   EXPECT_NE(r.err.find("gnuplot-nox"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, ScheduleWritesAReplayableFileAndAGantt) {
+  Result r = run({"schedule", "--jobs", examples("data/gavel/traces/small_test.trace"), "--cluster",
+                  examples("clusters/gavel-physical.yaml"), "--policy", "hadare", "--out",
+                  (dir_ / "sched").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "sched" / "schedule.json"));
+  EXPECT_EQ(j["format"], "cellsched-schedule-1");
+  EXPECT_EQ(j["policy"], "hadare");
+  ASSERT_FALSE(j["entries"].empty());
+  for (const auto& e : j["entries"]) {
+    EXPECT_FALSE(e["gpu_indices"].empty());
+    EXPECT_LE(e["start_s"].get<double>(), e["end_s"].get<double>());
+  }
+  const std::string png = slurp(dir_ / "sched" / "gantt.png");
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_NE(slurp(dir_ / "sched" / "schedule.csv").find("job_id,copy,node,gpu_type"), std::string::npos);
+  r = run({"schedule", "--jobs", examples("data/gavel/traces/small_test.trace"), "--cluster",
+           "v100:8", "--policy", "nonesuch"});
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST_F(Cli, CellsOracleNeedsAProfiledDatabase) {
+  Result r = run({"simulate", "--trace", examples("data/philly/philly.csv"), "--limit", "10",
+                  "--oracle", "cells", "--cells-db", (dir_ / "none.db").string(), "--model-mix",
+                  "gpt-tiny@8", "--cluster", "a100-80:8", "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("none.db"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "none.db"));
+  r = run({"simulate", "--trace", examples("data/philly/philly.csv"), "--limit", "10",
+           "--model-mix", "gpt-tiny@8", "--cluster", "a100-80:8", "--no-db"});
+  EXPECT_EQ(r.status, 2);  // a model mix needs the cell oracle
+  EXPECT_NE(r.err.find("--oracle cells"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, FromATinyProfileToASchedule) {
+  // Profile on this CPU, then schedule Philly jobs mapped onto the model with
+  // cells tuned on demand for GPU types never profiled (extrapolated).
+  Result r = run({"profile", "compute", "--model", "gpt-tiny", "--device", "cpu", "--tp", "1,2",
+                  "--db", db()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"schedule", "--trace", examples("data/philly/philly.csv"), "--limit", "30",
+           "--oracle", "cells", "--cells-db", db(), "--model-mix", "gpt-tiny@8:1,gpt-tiny@16:1",
+           "--cluster", "a100-80:8,v100:8", "--policy", "crius", "--out", (dir_ / "s").string(),
+           "--no-plots"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "s" / "schedule.json"));
+  ASSERT_FALSE(j["entries"].empty());
+  for (const auto& e : j["entries"])
+    EXPECT_NE(e["plan"].get<std::string>().find("(extrapolated)"), std::string::npos) << e.dump();
+  r = run({"tune", "--model", "gpt-tiny", "--gpu-type", "v100", "--gpus", "2", "--batch", "8",
+           "--db", db(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+}
+
 }  // namespace
