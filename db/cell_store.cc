@@ -20,23 +20,6 @@ struct CellStore::Impl {
 
 namespace {
 
-std::string now_iso() {
-  using namespace std::chrono;
-  const auto now = system_clock::now();
-  const std::time_t secs = system_clock::to_time_t(now);
-  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
-  return buf;
-}
-
-double real(const Statement& q, int col) {
-  return q.column_is_null(col) ? std::numeric_limits<double>::quiet_NaN() : q.column_double(col);
-}
-
 void check(const CellRecord& r, size_t i) {
   const std::string w = "cell record " + std::to_string(i) + " (" + r.model + " on " + r.gpu_type + "): ";
   if (r.model.empty() || r.gpu_type.empty()) throw InputError(w + "model and GPU type must be named");
@@ -63,9 +46,9 @@ CellRecord read(const Statement& q) {
   r.stages = static_cast<int>(q.column_int64(6));
   r.global_batch = static_cast<int>(q.column_int64(7));
   r.basis = q.column_text(8);
-  r.iteration_ms = real(q, 9);
-  r.samples_per_s = real(q, 10);
-  r.memory_gib = real(q, 11);
+  r.iteration_ms = column_real(q, 9);
+  r.samples_per_s = column_real(q, 10);
+  r.memory_gib = column_real(q, 11);
   r.plan = q.column_text(12);
   r.breakdown = q.column_text(13);
   r.profile_run_id = q.column_is_null(14) ? 0 : q.column_int64(14);
@@ -104,7 +87,7 @@ void CellStore::save(std::vector<CellRecord>& records) {
   Statement id(conn,
                "SELECT id FROM cell_estimates WHERE model = ?1 AND gpu_type = ?2 AND hosts = ?3 AND "
                "gpus_per_host = ?4 AND stages = ?5 AND global_batch = ?6");
-  const std::string now = now_iso();
+  const std::string now = now_utc_iso8601();
   for (CellRecord& r : records) {
     if (r.created_at.empty()) r.created_at = now;
     ins.bind(1, r.created_at).bind(2, r.model).bind(3, r.gpu_type).bind(4, r.hosts).bind(5, r.gpus_per_host);

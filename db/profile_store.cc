@@ -19,15 +19,6 @@ struct ProfileStore::Impl {
 
 namespace {
 
-std::string now_utc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 void check(bool ok, const std::string& where, const std::string& what) {
   if (!ok) throw InputError("profile run: " + where + ": " + what);
 }
@@ -89,7 +80,7 @@ ProfileStore ProfileStore::open(const std::string& path) {
 int64_t ProfileStore::save(ProfileRun& run) {
   validate_profile_run(run);
   Connection& conn = impl_->conn;
-  if (run.created_at.empty()) run.created_at = now_utc();
+  if (run.created_at.empty()) run.created_at = now_utc_iso8601();
   nlohmann::json versions(run.versions);
   Transaction tx(conn);
   Statement ins(conn,

@@ -2,6 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <limits>
 #include <utility>
 
 namespace cellsched::db {
@@ -159,6 +163,23 @@ Transaction::~Transaction() {
 void Transaction::commit() {
   conn_.exec("COMMIT");
   done_ = true;
+}
+
+std::string now_utc_iso8601() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t secs = system_clock::to_time_t(now);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
+  return buf;
+}
+
+double column_real(const Statement& q, int col) {
+  return q.column_is_null(col) ? std::numeric_limits<double>::quiet_NaN() : q.column_double(col);
 }
 
 }  // namespace cellsched::db

@@ -100,4 +100,11 @@ class Transaction {
   bool done_ = false;
 };
 
+// The current time as ISO-8601 UTC with milliseconds, 2024-05-01T12:34:56.789Z
+// (sorts as text): what every table's created_at holds.
+std::string now_utc_iso8601();
+
+// A REAL column that may be NULL (SQLite stores NaN as NULL): NULL reads as NaN.
+double column_real(const Statement& q, int col);
+
 }  // namespace cellsched::db

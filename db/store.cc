@@ -19,24 +19,8 @@ struct Store::Impl {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// ISO-8601 UTC with milliseconds: 2024-05-01T12:34:56.789Z (sorts as text).
-std::string now_utc_iso8601() {
-  using namespace std::chrono;
-  const auto now = system_clock::now();
-  const std::time_t secs = system_clock::to_time_t(now);
-  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms));
-  return buf;
-}
 
 // NULL (what SQLite makes of NaN) reads back as NaN.
-double real(const Statement& q, int col) { return q.column_is_null(col) ? kNaN : q.column_double(col); }
 
 Statement& bind_id_or_null(Statement& q, int index, int64_t id) {
   return id > 0 ? q.bind(index, id) : q.bind_null(index);
@@ -310,15 +294,15 @@ std::optional<Trace> Store::load_trace(int64_t id) const {
   while (jobs.step()) {
     Job& j = trace.jobs.emplace_back();
     j.id = jobs.column_int64(0);
-    j.arrival_s = real(jobs, 1);
+    j.arrival_s = column_real(jobs, 1);
     j.job_type = jobs.column_text(2);
     j.model = jobs.column_text(3);
     j.batch_size = static_cast<int>(jobs.column_int64(4));
-    j.total_iterations = real(jobs, 5);
+    j.total_iterations = column_real(jobs, 5);
     j.gpus = static_cast<int>(jobs.column_int64(6));
-    j.weight = real(jobs, 7);
-    j.deadline_s = real(jobs, 8);
-    j.duration_hint_s = real(jobs, 9);
+    j.weight = column_real(jobs, 7);
+    j.deadline_s = column_real(jobs, 8);
+    j.duration_hint_s = column_real(jobs, 9);
     const std::string text = jobs.column_text(10);
     auto argv = CommandParser(text).parse();
     if (!argv) {
@@ -399,7 +383,7 @@ std::optional<RunRecord> Store::load_run(int64_t id) const {
   Statement metrics(conn, "SELECT name, value FROM run_metrics WHERE run_id = ?1 ORDER BY rowid");
   metrics.bind(1, id);
   std::vector<std::pair<std::string, double>> pairs;
-  while (metrics.step()) pairs.emplace_back(metrics.column_text(0), real(metrics, 1));
+  while (metrics.step()) pairs.emplace_back(metrics.column_text(0), column_real(metrics, 1));
   run.metrics = metrics_from_pairs(pairs);
 
   Statement jobs(conn,
@@ -412,18 +396,18 @@ std::optional<RunRecord> Store::load_run(int64_t id) const {
     r.job_id = jobs.column_int64(0);
     r.job_type = jobs.column_text(1);
     r.gpus = static_cast<int>(jobs.column_int64(2));
-    r.arrival_s = real(jobs, 3);
-    r.first_start_s = real(jobs, 4);
-    r.completion_s = real(jobs, 5);
-    r.gpu_seconds = real(jobs, 6);
-    r.iterations_done = real(jobs, 7);
+    r.arrival_s = column_real(jobs, 3);
+    r.first_start_s = column_real(jobs, 4);
+    r.completion_s = column_real(jobs, 5);
+    r.gpu_seconds = column_real(jobs, 6);
+    r.iterations_done = column_real(jobs, 7);
     r.restarts = static_cast<int>(jobs.column_int64(8));
   }
 
   Statement util(conn, "SELECT t_s, busy_gpus FROM run_utilization WHERE run_id = ?1 ORDER BY rowid");
   util.bind(1, id);
   while (util.step()) {
-    run.utilization.push_back({real(util, 0), static_cast<int>(util.column_int64(1))});
+    run.utilization.push_back({column_real(util, 0), static_cast<int>(util.column_int64(1))});
   }
   return run;
 }
