@@ -24,7 +24,9 @@
 #include "runner/process.h"
 #include "runner/runner.h"
 #include "scheduler/oracle.h"
+#include "core/schedule.h"
 #include "scheduler/policy.h"
+#include "scheduler/replay.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -100,6 +102,8 @@ int cmd_run(const std::vector<std::string>& args) {
       ("srun", po::value(&eo.srun)->default_value("srun"), "srun (executor slurm)")
       ("scancel", po::value(&eo.scancel)->default_value("scancel"), "scancel (executor slurm)")
       ("partition", po::value(&eo.partition), "Slurm partition (executor slurm)")
+      ("schedule", po::value(&o.schedule_path), "replay this `cellsched schedule` file (schedule.json) instead of deciding with --policy")
+      ("schedule-offset", po::value(&o.schedule_offset)->default_value(1), "with --schedule: job J plays the schedule's job J - offset (submitted jobs count from 1, trace jobs from 0)")
       ("quiet,q", po::bool_switch(&quiet), "no log on stderr");
   po::variables_map vm;
   if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
@@ -110,9 +114,16 @@ int cmd_run(const std::vector<std::string>& args) {
   if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
   const Cluster cluster = load_cluster(nodes);
   runner::validate_nodes(cluster, nodes);
+  if (!o.schedule_path.empty()) {
+    // Checked before anything runs: a bad file or a node the list lacks is bad input.
+    const Schedule s = load_schedule(o.schedule_path);
+    make_replay(s, cluster, o.schedule_offset);
+    o.policy = "replay:" + s.policy;
+  }
   {
     bool known = false;
     for (const std::string& n : policy_names()) known = known || n == o.policy;
+    known = known || !o.schedule_path.empty();
     if (!known) throw InputError("unknown policy '" + o.policy + "' (" + all_policies() + ")");
   }
   eo.kind = executor_kind;

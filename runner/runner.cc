@@ -22,7 +22,9 @@
 #include "runner/learned_oracle.h"
 #include "runner/process.h"
 #include "scheduler/oracle.h"
+#include "core/schedule.h"
 #include "scheduler/policy.h"
+#include "scheduler/replay.h"
 
 namespace fs = std::filesystem;
 
@@ -741,7 +743,9 @@ struct Runner::Impl {
   }
 
   void run() {
-    policy = make_policy(o.policy);
+    policy = o.schedule_path.empty()
+                 ? make_policy(o.policy)
+                 : make_replay(load_schedule(o.schedule_path), cluster, o.schedule_offset);
     if (o.work_dir.empty()) o.work_dir = store.path() + ".d";
     fs::create_directories(o.work_dir);
     o.work_dir = fs::absolute(o.work_dir).string();

@@ -34,6 +34,11 @@ struct RunnerOptions {
   double fork_efficiency = 1.0;   // what one iteration of a forked copy is worth
   double restart_s = 30;          // the policies' restart overhead
   double prior_per_gpu = 1.0;     // iterations/s per GPU for a job nothing knows
+  // Replay a `cellsched schedule` file instead of deciding with `policy`:
+  // round k applies the schedule's k-th round; job J plays the schedule's
+  // job J - schedule_offset.
+  std::string schedule_path;
+  int64_t schedule_offset = 1;
   // Set (by a signal handler) to stop cleanly: running processes get SIGTERM,
   // their progress is consolidated, and run() returns.
   const std::atomic<bool>* stop = nullptr;

@@ -255,6 +255,38 @@ TEST_F(Runner, LocalEndToEndWithPreemptionForkingAndCancel) {
   EXPECT_NE(logs.find("on fast:0,1 slow:0,1"), std::string::npos) << "no gang spanned two nodes:\n" << logs;
 }
 
+TEST_F(Runner, ReplaysAnOfflineSchedule) {
+  write_nodes(kTwoNodes);
+  // Offline: three jobs under fifo on the same node list; far too long to
+  // finish in the 20 s the schedule covers, so every round places all three.
+  const std::string trace = (dir_ / "trace.csv").string();
+  std::ofstream(trace) << "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n"
+                          "0,0,ResNet-18 (batch size 64),,,1e9,1,1,,,\n"
+                          "1,0,ResNet-18 (batch size 64),,,1e9,2,1,,,\n"
+                          "2,0,ResNet-18 (batch size 64),,,1e9,1,1,,,\n";
+  const std::string out = (dir_ / "sched").string();
+  Result r = run({"schedule", "--trace", trace, "--cluster", nodes_, "--policy", "fifo", "--round", "2",
+                  "--restart", "0", "--horizon", "20", "--out", out, "--no-plots"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Online: the same three jobs (ids 1..3 play schedule jobs 0..2).
+  for (const char* g : {"1", "2", "1"}) submit({"--iterations", "20", "--gpus", g}, {kTrainer});
+  const pid_t p = start_runner({"--round", "2", "--until-idle", "--schedule", out + "/schedule.json"},
+                               {"TRAINER_STEP=0.02"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  expect_consistent(status(), 3);
+  // fifo's first fit: job 0 on fast:0, job 1 on fast:1 + slow:0, job 2 on slow:1.
+  const std::string logs = runner_logs();
+  EXPECT_NE(logs.find("job 1 copy 0 on fast:0"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("job 2 copy 0 on fast:1 slow:0"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("job 3 copy 0 on slow:1"), std::string::npos) << logs;
+  // A schedule naming a node the list lacks is bad input.
+  std::ofstream(dir_ / "other.yaml") << "nodes:\n  - {name: elsewhere, gpu_type: v100, gpus: 4}\n";
+  r = run({"run", "--nodes", (dir_ / "other.yaml").string(), "--db", (dir_ / "x.db").string(),
+           "--schedule", out + "/schedule.json", "--until-idle"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("fast"), std::string::npos) << r.err;
+}
+
 TEST_F(Runner, FailedLaunchesAreRetriedThenTheJobFails) {
   write_nodes(kTwoNodes);
   submit({"--iterations", "5"}, {kTrainer});

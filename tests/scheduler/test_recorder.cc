@@ -9,6 +9,7 @@
 #include "scheduler/engine.h"
 #include "scheduler/policy.h"
 #include "scheduler/recorder.h"
+#include "scheduler/replay.h"
 #include "tests/scheduler/fake_oracle.h"
 
 namespace cellsched {
@@ -140,6 +141,34 @@ TEST(Schedule, JsonRoundTripsAndBadFilesAreInputErrors) {
     EXPECT_EQ(std::string(e.what()).rfind("bad.json:3:", 0), 0u) << e.what();
   }
   EXPECT_THROW(schedule_from_json("{\"format\": \"other\"}", "x.json"), InputError);
+}
+
+TEST(Replay, ReplayingARecordedScheduleReproducesTheRun) {
+  const Cluster c = mixed();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
+  for (const std::string& p : {"fifo", "gavel", "hadare", "crius"}) {
+    SCOPED_TRACE(p);
+    const Recorded r = record(p, several(), c, o);
+    auto replay = make_replay(r.schedule, c);
+    const RunRecord again = simulate(several(), c, o, *replay, {});
+    ASSERT_EQ(again.jobs.size(), r.run.jobs.size());
+    for (size_t i = 0; i < again.jobs.size(); ++i) {
+      EXPECT_NEAR(again.jobs[i].completion_s, r.run.jobs[i].completion_s, 1e-6) << "job " << i;
+      EXPECT_NEAR(again.jobs[i].gpu_seconds, r.run.jobs[i].gpu_seconds, 1e-6) << "job " << i;
+    }
+  }
+}
+
+TEST(Replay, UnknownNodeIsBadInput) {
+  Schedule s;
+  s.rounds = {0};
+  ScheduleEntry e;
+  e.node = "nowhere";
+  e.gpu_indices = {0};
+  e.end_s = 10;
+  s.entries = {e};
+  EXPECT_THROW(make_replay(s, mixed()), InputError);
 }
 
 }  // namespace
