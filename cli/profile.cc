@@ -144,6 +144,23 @@ void print_header(const ProfileRun& r, std::ostream& out) {
 
 std::string checked_gpu_type(const std::string& s) { return s.empty() ? s : canonical_gpu_name(s); }
 
+// Stores the run unless --no-db; the store is opened only after measuring, so
+// bad input leaves no file behind. True when it was stored.
+bool save_run(ProfileRun& run, const po::variables_map& vm, const std::string& db_path) {
+  if (vm.count("no-db")) return false;
+  db::ProfileStore::open(db_path).save(run);
+  return true;
+}
+
+// With --json: prints the run and its wall time and returns true.
+bool print_json(const ProfileRun& run, const po::variables_map& vm, double secs) {
+  if (!vm.count("json")) return false;
+  nlohmann::json j = to_json(run);
+  j["wall_s"] = secs;
+  std::cout << j.dump(2) << "\n";
+  return true;
+}
+
 int profile_compute(const std::vector<std::string>& args) {
   po::options_description opt("profile compute options");
   std::string model_name, device, gpu_type, mbs, tps, timer, input_shape, db_path;
@@ -181,16 +198,8 @@ int profile_compute(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = profiler::profile_compute(*backend, model, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // The store is opened only now, so bad input leaves no file behind.
-  std::optional<db::ProfileStore> store;
-  if (!vm.count("no-db")) store.emplace(db::ProfileStore::open(db_path));
-  if (store) store->save(run);
-  if (vm.count("json")) {
-    nlohmann::json j = to_json(run);
-    j["wall_s"] = secs;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
+  const bool stored = save_run(run, vm, db_path);
+  if (print_json(run, vm, secs)) return 0;
   print_header(run, std::cout);
   print_compute(run, &model, std::cout);
   double fwd = 0, bwd = 0;
@@ -198,7 +207,7 @@ int profile_compute(const std::vector<std::string>& args) {
   std::cout << run.layers.size() << " measurements of " << model.layers.size() << " layers in "
             << fixed(secs, 1) << " s (timed medians: forward " << fixed(fwd / 1e3, 2) << " s, backward "
             << fixed(bwd / 1e3, 2) << " s per repetition)";
-  if (store) std::cout << "; stored as profile " << run.id << " in " << db_path;
+  if (stored) std::cout << "; stored as profile " << run.id << " in " << db_path;
   std::cout << "\n";
   return 0;
 }
@@ -246,19 +255,12 @@ int profile_comm(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = profiler::profile_comm(o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::optional<db::ProfileStore> store;
-  if (!vm.count("no-db")) store.emplace(db::ProfileStore::open(db_path));
-  if (store) store->save(run);
-  if (vm.count("json")) {
-    nlohmann::json j = to_json(run);
-    j["wall_s"] = secs;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
+  const bool stored = save_run(run, vm, db_path);
+  if (print_json(run, vm, secs)) return 0;
   print_header(run, std::cout);
   print_comm(run, std::cout);
   std::cout << run.comms.size() << " measurements in " << fixed(secs, 1) << " s";
-  if (store) std::cout << "; stored as profile " << run.id << " in " << db_path;
+  if (stored) std::cout << "; stored as profile " << run.id << " in " << db_path;
   std::cout << "\n";
   return 0;
 }
