@@ -89,6 +89,10 @@ nlohmann::json to_json(const ProfileRun& r) {
                       {"threads", r.threads}, {"repetitions", r.repetitions},
                       {"versions", r.versions}};
   if (r.kind == "compute") {
+    j["mem_gbps"] = r.mem_gbps;
+    j["cache_flush_bytes"] = r.cache_flush_bytes;
+  }
+  if (r.kind == "compute") {
     j["layers"] = nlohmann::json::array();
     for (const auto& l : r.layers)
       j["layers"].push_back({{"layer_index", l.layer_index}, {"layer_name", l.layer_name},
@@ -137,7 +141,12 @@ void print_header(const ProfileRun& r, std::ostream& out) {
   out << "profile " << r.id << " (" << r.kind << ") " << (r.model.empty() ? "" : r.model + " ") << "on "
       << r.device << " [" << r.device_type << "], host " << r.host << ", timer " << r.timer;
   if (r.threads) out << ", " << r.threads << " threads";
-  out << ", " << r.repetitions << " reps, " << r.created_at;
+  out << ", " << r.repetitions << " reps";
+  if (r.kind == "compute") {
+    out << ", " << (r.cache_flush_bytes ? "caches flushed (" + human_bytes(double(r.cache_flush_bytes)) + ")" : "warm caches");
+    if (r.mem_gbps > 0) out << ", memory " << fixed(r.mem_gbps, 1) << " GB/s";
+  }
+  out << ", " << r.created_at;
   for (const auto& [k, v] : r.versions) out << ", " << k << " " << v;
   out << "\n";
 }
@@ -165,6 +174,7 @@ int profile_compute(const std::vector<std::string>& args) {
   po::options_description opt("profile compute options");
   std::string model_name, device, gpu_type, mbs, tps, timer, input_shape, db_path;
   int reps = 0, warmup = -1, threads = 0;
+  std::string flush = "auto";
   opt.add_options()
       ("model", po::value(&model_name)->required(), "zoo name (gpt-350m, moe-tiny, wrn-28-10, ...), a .yaml description or a TorchScript .pt")
       ("device", po::value(&device)->default_value("cpu"), "cpu or cuda:N")
@@ -175,6 +185,9 @@ int profile_compute(const std::vector<std::string>& args) {
       ("warmup", po::value(&warmup), "untimed repetitions first (default 1 on cpu, 5 on cuda)")
       ("threads", po::value(&threads)->default_value(0), "CPU threads (0 = all cores)")
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
+      ("cache-flush-mib", po::value(&flush)->default_value("auto"),
+       "MiB rewritten before each timed forward/backward, so layers start from cold caches as inside a "
+       "model (auto: cpu 4 x last-level cache, >= 64; cuda 512; 0 = warm caches)")
       ("input-shape", po::value(&input_shape), "TorchScript: one sample's input shape, e.g. 16 or 3,32,32")
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file")
       ("no-db", "do not store the profile")
@@ -191,6 +204,11 @@ int profile_compute(const std::vector<std::string>& args) {
   o.warmup = warmup >= 0 ? warmup : (cpu ? 1 : 5);
   o.threads = threads;
   o.timer = timer;
+  if (flush != "auto") {
+    const auto mib = cellsched::detail::to_int(flush);
+    if (!mib || *mib < 0 || *mib > 65536) throw InputError("--cache-flush-mib: '" + flush + "' is not auto or 0..65536");
+    o.cache_flush_bytes = *mib << 20;
+  }
   ModelSpec model = load_model(model_name);
   if (vm.count("input-shape")) model.input_shape = int_list("input-shape", input_shape);
   o.progress = progress_bar("profiling " + model.name);

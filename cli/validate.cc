@@ -40,8 +40,13 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Runs the workers of one configuration; returns each rank's iteration times.
-std::vector<std::vector<double>> run_config(const validate::WorkerArgs& base, const fs::path& dir) {
+struct RankTimes {
+  std::vector<double> iteration, compute, sync, step;  // ms per timed iteration
+  double param_checksum = 0;                           // sum of |weights| after training
+};
+
+// Runs the workers of one configuration; returns each rank's times.
+std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::vector<pid_t> pids;
@@ -67,10 +72,13 @@ std::vector<std::vector<double>> run_config(const validate::WorkerArgs& base, co
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   if (!ok) throw std::runtime_error("a validate worker failed (" + base.mode + ")");
-  std::vector<std::vector<double>> out;
+  std::vector<RankTimes> out;
   for (int r = 0; r < base.world; ++r) {
     std::ifstream f(dir / ("rank" + std::to_string(r) + ".json"));
-    out.push_back(nlohmann::json::parse(f).at("iteration_ms").get<std::vector<double>>());
+    const auto j = nlohmann::json::parse(f);
+    out.push_back({j.at("iteration_ms").get<std::vector<double>>(), j.at("compute_ms").get<std::vector<double>>(),
+                   j.at("sync_ms").get<std::vector<double>>(), j.at("step_ms").get<std::vector<double>>(),
+                   j.at("param_checksum").get<double>()});
   }
   fs::remove_all(dir);
   return out;
@@ -88,28 +96,28 @@ int cmd_validate(const std::vector<std::string>& args) {
     return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
   po::options_description opt("validate options");
   std::string model_name, db_path, out_md;
-  int iterations = 7, warmup = 2, threads = 1, reps = 7;
+  int iterations = 7, warmup = 2, threads = 1, reps = 15;
   int64_t profile_id = 0, comm_id = 0;
   opt.add_options()
-      ("model", po::value(&model_name)->default_value("gpt-tiny"), "zoo model (gpt, moe, wrn) or .yaml")
+      ("model", po::value(&model_name)->default_value("gpt-cpu"), "zoo model (gpt, moe, wrn) or .yaml")
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file (profiles are read and stored here)")
       ("profile", po::value(&profile_id)->default_value(0), "compute profile id (default: profile now and store it)")
       ("comm-profile", po::value(&comm_id)->default_value(0), "comm profile id (default: profile now and store it)")
       ("iterations", po::value(&iterations)->default_value(7), "timed iterations per configuration (median)")
       ("warmup", po::value(&warmup)->default_value(2), "untimed iterations first")
       ("threads", po::value(&threads)->default_value(1), "CPU threads per process (profiles and runs)")
-      ("repetitions", po::value(&reps)->default_value(7), "profiling repetitions per measurement")
+      ("repetitions", po::value(&reps)->default_value(15), "profiling repetitions per measurement")
       ("out", po::value(&out_md), "also write the table as Markdown to this file")
       ("json", "print JSON");
   po::variables_map vm;
   if (!parse("cellsched validate [--model M] [--db PATH] [--iterations N] [--out FILE]", args, opt, {}, vm)) return 0;
+  if (iterations < 1 || warmup < 0 || threads < 1 || reps < 1)
+    throw InputError("--iterations, --threads and --repetitions must be >= 1, --warmup >= 0");
+  const ModelSpec model = load_model(model_name);
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
     return 1;
   }
-  if (iterations < 1 || warmup < 0 || threads < 1 || reps < 1)
-    throw InputError("--iterations, --threads and --repetitions must be >= 1, --warmup >= 0");
-  const ModelSpec model = load_model(model_name);
   const int L = static_cast<int>(model.layers.size());
   const std::vector<int> mbs_sizes = {1, 2, 4, 8};
   {
@@ -135,7 +143,16 @@ int cmd_validate(const std::vector<std::string>& args) {
       cm.ranks = 2;
       cm.collectives = {"all_reduce", "send_recv"};
       cm.repetitions = reps;
+      cm.warmup = 2;
       cm.device_type = "cpu";
+      // Powers of two from 1 KiB up to the model's whole gradient (the
+      // data-parallel all-reduce), so no size the runs need is extrapolated.
+      double grad_bytes = 0;
+      for (const auto& l : model.layers) grad_bytes += l.params * model.bytes_per_value;
+      for (int64_t b = 1024;; b *= 2) {
+        cm.sizes.push_back(b);
+        if (static_cast<double>(b) >= grad_bytes) break;
+      }
       cm.worker_command = {self_exe(), "profile", "comm-worker"};
       ProfileRun run = profiler::profile_comm(cm);
       comm_id = store.save(run);
@@ -167,10 +184,22 @@ int cmd_validate(const std::vector<std::string>& args) {
     a.warmup = warmup;
     a.threads = threads;
     const auto per_rank = run_config(a, scratch);
-    std::vector<double> slowest(per_rank[0].size(), 0);
-    for (const auto& r : per_rank)
-      for (size_t i = 0; i < r.size() && i < slowest.size(); ++i) slowest[i] = std::max(slowest[i], r[i]);
-    const double measured = median_of(slowest);
+    // Per iteration the slowest rank's time; the phases are each the largest
+    // over the ranks (medians over the iterations).
+    auto slowest_of = [&](std::vector<double> RankTimes::*field) {
+      std::vector<double> v((per_rank[0].*field).size(), 0);
+      for (const auto& r : per_rank)
+        for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
+      return median_of(v);
+    };
+    const double measured = slowest_of(&RankTimes::iteration);
+    // Data-parallel replicas start equal and apply the same averaged
+    // gradients, so they must end equal; otherwise the run was not training.
+    if (c.mode == "dp")
+      for (const auto& r : per_rank)
+        if (std::abs(r.param_checksum - per_rank[0].param_checksum) > 1e-9 * std::abs(per_rank[0].param_checksum))
+          throw std::runtime_error("data-parallel replicas diverged (weights " + std::to_string(r.param_checksum) +
+                                   " vs " + std::to_string(per_rank[0].param_checksum) + ")");
     estimator::Cell cell{model.name, "cpu", 1, c.world, c.mode == "pp" ? 2 : 1};
     estimator::Plan plan;
     plan.micro_batches = c.micro_batches;
@@ -186,7 +215,20 @@ int cmd_validate(const std::vector<std::string>& args) {
            fixed(measured, 2), fixed(e.iteration_ms, 2), fixed(err, 1)});
     rows.push_back({{"config", c.mode}, {"processes", c.world}, {"micro_batches", c.micro_batches},
                     {"micro_batch_size", c.micro_batch_size}, {"measured_ms", measured},
-                    {"estimated_ms", e.iteration_ms}, {"error_pct", err}, {"basis", estimator::basis_name(e.basis)}});
+                    {"estimated_ms", e.iteration_ms}, {"error_pct", err}, {"basis", estimator::basis_name(e.basis)},
+                    {"param_checksums", [&] {
+                       std::vector<double> v;
+                       for (const auto& r : per_rank) v.push_back(r.param_checksum);
+                       return v;
+                     }()},
+                    {"measured_breakdown_ms",
+                     {{"compute", slowest_of(&RankTimes::compute)},
+                      {"gradient_sync", slowest_of(&RankTimes::sync)},
+                      {"optimizer", slowest_of(&RankTimes::step)}}},
+                    {"estimated_breakdown_ms",
+                     {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
+                      {"gradient_sync", e.stages.front().grad_sync_ms},
+                      {"optimizer", e.sync_ms - e.stages.front().grad_sync_ms}}}});
     if (stderr_is_tty()) std::cerr << "  " << name << " B=" << c.micro_batches << ": " << fixed(measured, 2) << " ms\n";
   }
   const double med = median_of(errs), worst = *std::max_element(errs.begin(), errs.end());

@@ -286,6 +286,9 @@ const std::map<std::string, ModelSpec>& zoo() {
         gpt("gpt-6.7b", 4096, 32, 32, 1024, 50257),
         gpt("gpt-13b", 5120, 40, 40, 1024, 50257),
         gpt("gpt-tiny", 64, 4, 4, 32, 512),  // for tests: profiles in well under a second
+        // For `cellsched validate` on a CPU: layers of tens of milliseconds
+        // (compute dominates framework overhead), iterations of ~0.3 s.
+        gpt("gpt-cpu", 384, 4, 6, 128, 2048),
         wrn("wrn-50-2", 50, 2, 224, 1000),
         wrn("wrn-28-10", 28, 10, 32, 10),
         wrn("wrn-tiny", 10, 1, 16, 10),

@@ -54,6 +54,8 @@ struct ProfileRun {
   std::string timer;            // "steady_clock", "cupti", "cuda_events", "gloo", "nccl"
   int threads = 0;              // CPU threads used (compute on CPU)
   int repetitions = 0;
+  double mem_gbps = 0;          // compute: measured memory bandwidth (a += b x s); 0 = not measured
+  int64_t cache_flush_bytes = 0;  // compute: bytes rewritten before each timed region; 0 = warm caches
   std::map<std::string, std::string> versions;  // "libtorch", "cuda", "nccl", "gloo", ...
   std::vector<LayerProfile> layers;
   std::vector<CommProfile> comms;

@@ -31,6 +31,7 @@ void validate_profile_run(const ProfileRun& r) {
   check(r.kind == "compute" || r.kind == "comm", "kind", "must be 'compute' or 'comm', got '" + r.kind + "'");
   check(!r.device.empty() && !r.device_type.empty(), "device", "device and device_type must be set");
   check(r.threads >= 0 && r.repetitions >= 0, "run", "threads and repetitions must be >= 0");
+  check(nonneg(r.mem_gbps) && r.cache_flush_bytes >= 0, "run", "mem_gbps and cache_flush_bytes must be >= 0");
   if (r.kind == "compute") {
     check(!r.model.empty(), "model", "a compute profile names its model");
     check(r.comms.empty(), "comms", "a compute profile holds no collective records");
@@ -85,10 +86,12 @@ int64_t ProfileStore::save(ProfileRun& run) {
   Transaction tx(conn);
   Statement ins(conn,
                 "INSERT INTO profile_runs(created_at, kind, model, device, device_type, host, timer,"
-                " threads, repetitions, versions) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)");
+                " threads, repetitions, versions, mem_gbps, cache_flush_bytes)"
+                " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
   ins.bind(1, run.created_at).bind(2, run.kind).bind(3, run.model).bind(4, run.device)
       .bind(5, run.device_type).bind(6, run.host).bind(7, run.timer).bind(8, run.threads)
-      .bind(9, run.repetitions).bind(10, versions.dump());
+      .bind(9, run.repetitions).bind(10, versions.dump()).bind(11, run.mem_gbps)
+      .bind(12, run.cache_flush_bytes);
   ins.execute();
   const int64_t id = conn.last_insert_rowid();
   Statement lay(conn,
@@ -122,7 +125,7 @@ std::optional<ProfileRun> ProfileStore::load(int64_t id) const {
   Transaction tx(conn, Transaction::Mode::Deferred);
   Statement q(conn,
               "SELECT created_at, kind, model, device, device_type, host, timer, threads,"
-              " repetitions, versions FROM profile_runs WHERE id = ?1");
+              " repetitions, versions, mem_gbps, cache_flush_bytes FROM profile_runs WHERE id = ?1");
   q.bind(1, id);
   if (!q.step()) return std::nullopt;
   ProfileRun r;
@@ -136,6 +139,8 @@ std::optional<ProfileRun> ProfileStore::load(int64_t id) const {
   r.timer = q.column_text(6);
   r.threads = static_cast<int>(q.column_int64(7));
   r.repetitions = static_cast<int>(q.column_int64(8));
+  r.mem_gbps = q.column_double(10);
+  r.cache_flush_bytes = q.column_int64(11);
   const auto v = nlohmann::json::parse(q.column_text(9), nullptr, false);
   if (v.is_object())
     for (const auto& [k, val] : v.items()) r.versions[k] = val.is_string() ? val.get<std::string>() : val.dump();

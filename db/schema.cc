@@ -245,6 +245,13 @@ CREATE TABLE online_meta (
   value TEXT NOT NULL
 );
 )sql"},
+    // v6: how a compute profile was taken: the device's measured memory
+    // bandwidth (prices the optimizer step) and the cache flush before each
+    // timed region. Older profiles read back as 0 (not measured, warm caches).
+    {6, R"sql(
+ALTER TABLE profile_runs ADD COLUMN mem_gbps REAL NOT NULL DEFAULT 0;
+ALTER TABLE profile_runs ADD COLUMN cache_flush_bytes INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

@@ -95,6 +95,10 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
   dst_mem_gbps_ = dst->memory_gbps;
   dst_memory_gib_ = dst->memory_gib;
   same_host_gbps_ = dst->nvlink_gbps > 0 ? dst->nvlink_gbps : dst->pcie_gbps;
+  // The optimizer step streams memory: at the profile's measured bandwidth,
+  // scaled by the catalogue's ratio when this type was not the one profiled.
+  opt_mem_gbps_ = dst_mem_gbps_;
+  if (compute.mem_gbps > 0) opt_mem_gbps_ = compute.mem_gbps * dst_mem_gbps_ / src_mem_gbps_;
   if (src->name != gpu_type_) {
     extrapolate_compute_ = true;
     basis_ = Basis::Extrapolated;
@@ -222,7 +226,7 @@ double CostModel::optimizer_ms(double params) const {
   // Bytes touched per parameter: read weight and gradient, read+write state, write weight.
   const double bpv = model_.bytes_per_value;
   const double traffic = 3 * bpv + 2 * optimizer_state_bytes_per_param();
-  return params * traffic / (dst_mem_gbps_ * 1e9) * 1000.0;
+  return params * traffic / (opt_mem_gbps_ * 1e9) * 1000.0;
 }
 
 double CostModel::layer_params(int layer, int tp) const {

@@ -123,7 +123,9 @@ class CostModel {
   double tp_comm_ms(int layer, int tp, double micro_batch, bool network) const;
   // A collective over `ranks` ranks of `bytes` per rank; 0 for one rank.
   double collective_ms(const std::string& collective, int ranks, bool network, double bytes) const;
-  // The optimizer step over `params` parameters (memory-bound, catalogue bandwidth).
+  // The optimizer step over `params` parameters: memory-bound, at the compute
+  // profile's measured bandwidth (scaled through the catalogue to another
+  // type), else at the catalogue's.
   double optimizer_ms(double params) const;
   // Optimizer state bytes per parameter.
   double optimizer_state_bytes_per_param() const;
@@ -153,6 +155,7 @@ class CostModel {
   bool extrapolate_compute_ = false;
   double src_peak_tflops_ = 0, src_mem_gbps_ = 0, dst_peak_tflops_ = 0, dst_mem_gbps_ = 0;
   double dst_memory_gib_ = 0, same_host_gbps_ = 0;
+  double opt_mem_gbps_ = 0;  // prices the optimizer step
   bool comm_measured_ = false;
   std::map<std::tuple<std::string, int, bool>, Curve> comm_;  // (collective, ranks, network) -> us
   int64_t compute_run_id_ = 0, comm_run_id_ = 0;

@@ -43,7 +43,7 @@ std::unique_ptr<ComputeBackend> make_compute_backend(const ComputeOptions& opt) 
     throw InputError("--timer: '" + opt.timer + "' is not auto, cupti or cuda_events");
   if (index < 0) {
 #if CELLSCHED_HAVE_TORCH
-    return detail::make_torch_backend("cpu", opt.threads, nullptr, "cpu");
+    return detail::make_torch_backend("cpu", opt.threads, opt.cache_flush_bytes, nullptr, "cpu");
 #else
     throw InputError("cpu: this build has no LibTorch (install libtorch-dev and rebuild)");
 #endif
@@ -54,7 +54,7 @@ std::unique_ptr<ComputeBackend> make_compute_backend(const ComputeOptions& opt) 
     throw InputError(opt.device + ": no such CUDA device (this machine has " + std::to_string(n) + ")");
   auto timer = detail::make_cuda_timer(index, opt.timer);
 #if CELLSCHED_HAVE_TORCH
-  return detail::make_torch_backend("cuda:" + std::to_string(index), opt.threads, std::move(timer),
+  return detail::make_torch_backend("cuda:" + std::to_string(index), opt.threads, opt.cache_flush_bytes, std::move(timer),
                                     detail::cuda_device_type(index));
 #else
   throw InputError(opt.device + ": this build has no LibTorch to run layers with");

@@ -14,7 +14,7 @@ namespace cellsched::profiler::detail {
 
 // torch_compute.cc (LibTorch): `device` is "cpu" or "cuda:N"; `timer` times
 // CUDA regions (nullptr on the CPU: steady clock).
-std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads,
+std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads, int64_t cache_flush_bytes,
                                                    std::unique_ptr<DeviceTimer> timer,
                                                    const std::string& detected_type);
 std::string torch_version();

@@ -74,6 +74,8 @@ void check_options(const ComputeOptions& opt) {
   if (opt.repetitions < 1 || opt.repetitions > 100000) bad("--reps must be in 1..100000");
   if (opt.warmup < 0 || opt.warmup > 100000) bad("--warmup must be in 0..100000");
   if (opt.threads < 0 || opt.threads > 4096) bad("--threads must be in 0..4096");
+  if (opt.cache_flush_bytes < -1 || opt.cache_flush_bytes > (int64_t{64} << 30))
+    bad("--cache-flush-mib must be in 0..65536 (or auto)");
 }
 
 // Scales a whole layer's analytic figures to one of `tp` shards: the split
@@ -112,6 +114,9 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   run.threads = backend.threads();
   run.repetitions = opt.repetitions;
   run.versions = backend.versions();
+  run.cache_flush_bytes = backend.cache_flush_bytes();
+  if (opt.progress) opt.progress(0, plan.size(), "memory bandwidth");
+  run.mem_gbps = backend.memory_gbps();
   for (size_t k = 0; k < plan.size(); ++k) {
     const PlannedMeasurement& pm = plan[k];
     const LayerSpec& l = model.layers[pm.layer_index];

@@ -27,6 +27,11 @@ struct ComputeOptions {
   int warmup = 1;                    // untimed repetitions before them
   int threads = 0;                   // CPU threads (torch::set_num_threads); 0 = all cores
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
+  // Bytes rewritten before each timed forward and backward so that every
+  // layer starts from cold caches, as it does inside a model (nvbench flushes
+  // the L2 the same way). -1 = the device's default (CPU: 4 x the last-level
+  // cache, at least 64 MiB; GPU: 512 MiB), 0 = off (warm caches).
+  int64_t cache_flush_bytes = -1;
   Progress progress;                 // optional
 };
 
@@ -46,6 +51,11 @@ class ComputeBackend {
   virtual std::map<std::string, std::string> versions() const = 0;
   // Catalogue name of the device when it can tell ("h100"); "" otherwise.
   virtual std::string detected_device_type() const = 0;
+  // Bytes rewritten before each timed region (0 = none).
+  virtual int64_t cache_flush_bytes() const = 0;
+  // The device's memory bandwidth in GB/s, measured as a += b x s over
+  // buffers far larger than the caches (3 x the buffer's bytes move).
+  virtual double memory_gbps() = 0;
   // Fills a TorchScript model's layers (its top-level children); others: no-op.
   virtual void expand(ModelSpec& model) = 0;
   // Times forward and backward of `layer` split `tp` ways at `micro_batch`.

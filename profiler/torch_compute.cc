@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -188,20 +190,68 @@ struct ScriptedLayer : Layer {
   torch::jit::Module module;
 };
 
+// The size of one instance of the CPU's last-level cache (what one core's
+// working set competes for), from sysfs; 32 MiB when it cannot tell.
+int64_t last_level_cache_bytes() {
+  int64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), size(dir + "size");
+    int lv = 0;
+    std::string sz;
+    if (!(level >> lv) || !(size >> sz) || sz.empty()) continue;
+    int64_t bytes = std::atoll(sz.c_str());
+    if (sz.back() == 'K') bytes <<= 10;
+    else if (sz.back() == 'M') bytes <<= 20;
+    if (lv >= best_level && bytes > 0) best_level = lv, best = bytes;
+  }
+  return best > 0 ? best : 32LL << 20;
+}
+
 // The share of `n` that shard 0 of `tp` holds (the largest one).
 int shard_of(int n, int tp) { return (n + tp - 1) / tp; }
 
 class TorchBackend : public ComputeBackend {
  public:
-  TorchBackend(const std::string& device, int threads, std::unique_ptr<DeviceTimer> timer,
-               std::string detected)
+  TorchBackend(const std::string& device, int threads, int64_t cache_flush_bytes,
+               std::unique_ptr<DeviceTimer> timer, std::string detected)
       : device_(device), timer_(std::move(timer)), detected_(std::move(detected)) {
     if (threads > 0) set_cpu_threads(threads);
+    flush_bytes_ = cache_flush_bytes >= 0 ? cache_flush_bytes
+                   : device_.is_cpu()     ? std::max<int64_t>(64LL << 20, 4 * last_level_cache_bytes())
+                                          : 512LL << 20;
     threads_ = torch::get_num_threads();
     torch::manual_seed(0);
   }
 
   std::string timer() const override { return timer_ ? timer_->name() : "steady_clock"; }
+  int64_t cache_flush_bytes() const override { return flush_bytes_; }
+
+  double memory_gbps() override {
+    torch::NoGradGuard g;
+    const int64_t bytes = device_.is_cpu() ? std::max<int64_t>(64LL << 20, 2 * last_level_cache_bytes()) : 256LL << 20;
+    const auto opts = torch::TensorOptions().device(device_);
+    Tensor a = torch::ones({bytes / 4}, opts), b = torch::ones({bytes / 4}, opts);
+    std::vector<double> ms;
+    for (int r = 0; r < 7; ++r) {
+      if (timer_) {
+        timer_->start(static_cast<uint64_t>(r + 1));
+        a.add_(b, 0.5);
+        timer_->stop(static_cast<uint64_t>(r + 1));
+        continue;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      a.add_(b, 0.5);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (timer_)
+      for (const auto& [id, t] : timer_->collect_ms()) ms.push_back(t);
+    if (ms.size() > 1) ms.erase(ms.begin());  // the first pass faults the pages in
+    std::sort(ms.begin(), ms.end());
+    const double med = ms.empty() ? 0 : ms[ms.size() / 2];
+    return med > 0 ? 3.0 * static_cast<double>(bytes) / (med * 1e6) : 0;
+  }
   int threads() const override { return device_.is_cpu() ? threads_ : 0; }
   std::map<std::string, std::string> versions() const override {
     std::map<std::string, std::string> v = {{"libtorch", torch_version()}};
@@ -280,20 +330,24 @@ class TorchBackend : public ComputeBackend {
       for (auto& p : params) p.mutable_grad() = Tensor();
       if (timer_) {
         const uint64_t f = next_id++, b = next_id++;
+        flush_cache();
         timer_->start(f);
         Tensor y = layer->forward(x);
         timer_->stop(f);
         if (!grad.defined()) grad = torch::randn_like(y);
+        flush_cache();
         timer_->start(b);
         y.backward(grad);
         timer_->stop(b);
         if (r >= warmup) ids.emplace_back(f, b);
         continue;
       }
+      flush_cache();
       const auto t0 = std::chrono::steady_clock::now();
       Tensor y = layer->forward(x);
       const auto t1 = std::chrono::steady_clock::now();
       if (!grad.defined()) grad = torch::randn_like(y);
+      flush_cache();
       const auto t2 = std::chrono::steady_clock::now();
       y.backward(grad);
       const auto t3 = std::chrono::steady_clock::now();
@@ -313,6 +367,17 @@ class TorchBackend : public ComputeBackend {
   }
 
  private:
+  // Evicts the caches before each timed region (as nvbench flushes the L2):
+  // in training, the layers before this one have evicted its weights and
+  // saved activations, so a profile from warm caches would be too fast.
+  // A read-modify-write pass (plain stores; memset may bypass the cache).
+  void flush_cache() {
+    if (flush_bytes_ <= 0) return;
+    torch::NoGradGuard g;
+    if (!flush_.defined()) flush_ = torch::zeros({flush_bytes_ / 4}, torch::TensorOptions().device(device_));
+    flush_.add_(1);
+  }
+
   static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
   static std::string shape_text(const std::vector<int64_t>& v) {
     std::ostringstream o;
@@ -362,6 +427,8 @@ class TorchBackend : public ComputeBackend {
   }
 
   torch::Device device_;
+  int64_t flush_bytes_ = 0;
+  Tensor flush_;
   std::unique_ptr<DeviceTimer> timer_;
   std::string detected_;
   int threads_ = 0;
@@ -378,13 +445,13 @@ std::string torch_version() {
 }
 
 std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads,
-                                                   std::unique_ptr<DeviceTimer> timer,
+                                                   int64_t cache_flush_bytes, std::unique_ptr<DeviceTimer> timer,
                                                    const std::string& detected_type) {
   if (device != "cpu" && !torch::cuda::is_available())
     throw InputError(device + ": this LibTorch has no CUDA (Debian's is CPU-only); build against "
                      "PyTorch's LibTorch: cmake -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
                      "print(torch.utils.cmake_prefix_path)')\"");
-  return std::make_unique<TorchBackend>(device, threads, std::move(timer), detected_type);
+  return std::make_unique<TorchBackend>(device, threads, cache_flush_bytes, std::move(timer), detected_type);
 }
 
 }  // namespace cellsched::profiler::detail

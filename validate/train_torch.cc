@@ -39,14 +39,18 @@ Stage build_stage(const ModelSpec& m, int first, int last) {
   return s;
 }
 
-// Plain SGD, as the estimator's "sgd" optimizer prices it.
-void sgd_step(std::vector<Tensor>& params) {
+// Plain SGD, as the estimator's "sgd" optimizer prices it. Gradients that
+// live in a shared buffer are zeroed there; others are released.
+// The all-reduce sums the replicas' gradients; `lr` carries the 1/world that
+// makes it their mean.
+void sgd_step(std::vector<Tensor>& params, Tensor& grad_buffer, double lr) {
   torch::NoGradGuard g;
   for (auto& p : params)
     if (p.grad().defined()) {
-      p.add_(p.grad(), -1e-4);
-      p.mutable_grad() = Tensor();
+      p.add_(p.grad(), -lr);
+      if (!grad_buffer.defined()) p.mutable_grad() = Tensor();
     }
+  if (grad_buffer.defined()) grad_buffer.zero_();
 }
 
 }  // namespace
@@ -55,7 +59,9 @@ bool available() { return true; }
 
 int run_worker(const WorkerArgs& a) {
   profiler::set_cpu_threads(std::max(1, a.threads));
-  torch::manual_seed(1 + a.rank);
+  // Data-parallel replicas start from the same weights (DDP broadcasts rank
+  // 0's); pipeline stages hold different layers.
+  torch::manual_seed(a.mode == "dp" ? 1 : 1 + a.rank);
   const ModelSpec m = load_model(a.model);
   const int L = static_cast<int>(m.layers.size());
   c10::intrusive_ptr<::c10d::ProcessGroupGloo> pg;
@@ -77,27 +83,38 @@ int run_worker(const WorkerArgs& a) {
     Stage s0 = a.rank == 0 ? Stage{} : build_stage(m, 0, a.split);
     probe = (a.rank == 0 ? st : s0).forward(profiler::build_torch_layer(m, 0).input(mb));
   }
-  std::vector<double> times;
+  // dp: every parameter's gradient is a view into one flat buffer.
+  Tensor grad_buffer;
+  if (a.mode == "dp") {
+    int64_t total = 0;
+    for (auto& p : st.params) total += p.numel();
+    grad_buffer = torch::zeros({total});
+    int64_t off = 0;
+    for (auto& p : st.params) {
+      p.mutable_grad() = grad_buffer.narrow(0, off, p.numel()).view_as(p);
+      off += p.numel();
+    }
+  }
+  std::vector<double> times, compute, sync, step;
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   for (int it = 0; it < a.warmup + a.iterations; ++it) {
     if (pg) pg->barrier()->wait();
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
+    double sync_ms = 0;
     if (a.mode == "single" || a.mode == "dp") {
       for (int b = 0; b < a.micro_batches; ++b) {
         Tensor y = st.forward(st.layers.front().input(mb));
         y.backward(torch::ones_like(y));
       }
       if (a.mode == "dp") {
-        std::vector<Tensor> grads;
-        for (auto& p : st.params) grads.push_back(p.grad().reshape(-1));
-        std::vector<Tensor> flat{torch::cat(grads)};
+        // The gradients are views into one flat buffer (as DDP's
+        // gradient_as_bucket_view): backward accumulated into it, the
+        // all-reduce works on it in place, no packing copies.
+        const auto ts = Clock::now();
+        std::vector<Tensor> flat{grad_buffer};
         pg->allreduce(flat)->wait();
-        int64_t off = 0;
-        torch::NoGradGuard g;
-        for (auto& p : st.params) {
-          const int64_t n = p.numel();
-          p.grad().copy_(flat[0].narrow(0, off, n).view_as(p.grad()));
-          off += n;
-        }
+        sync_ms = ms_since(ts);
       }
     } else if (a.rank == 0) {  // stage 0: forward every micro-batch, then the backwards
       // Sends complete only when stage 1 takes them, and stage 1 sends a
@@ -134,15 +151,38 @@ int run_worker(const WorkerArgs& a) {
       }
       for (auto& w : pending) w->wait();
     }
-    sgd_step(st.params);
+    const double before_step = ms_since(t0);
+    const auto ts = Clock::now();
+    sgd_step(st.params, grad_buffer, 1e-4 / (a.mode == "dp" ? a.world : 1));
+    const double step_ms = ms_since(ts);
     if (pg) pg->barrier()->wait();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (it >= a.warmup) times.push_back(ms);
+    const double ms = ms_since(t0);
+    if (it >= a.warmup) {
+      times.push_back(ms);
+      compute.push_back(before_step - sync_ms);
+      sync.push_back(sync_ms);
+      step.push_back(step_ms);
+    }
   }
   std::ofstream out(a.out_path);
-  out << "{\"iteration_ms\": [";
-  for (size_t i = 0; i < times.size(); ++i) out << (i ? ", " : "") << times[i];
-  out << "]}\n";
+  auto list = [&](const char* key, const std::vector<double>& v, bool last) {
+    out << "\"" << key << "\": [";
+    for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+    out << "]" << (last ? "" : ", ");
+  };
+  // A fingerprint of the trained weights: data-parallel replicas must agree.
+  double checksum = 0;
+  {
+    torch::NoGradGuard g;
+    for (auto& p : st.params) checksum += p.to(torch::kDouble).abs().sum().item<double>();
+  }
+  out.precision(17);
+  out << "{\"param_checksum\": " << checksum << ", ";
+  list("iteration_ms", times, false);
+  list("compute_ms", compute, false);
+  list("sync_ms", sync, false);
+  list("step_ms", step, true);
+  out << "}\n";
   return out ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -80,19 +81,22 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1,x"},
            {"profile", "compute", "--model", "gpt-tiny", "--device", "tpu:0"},
            {"profile", "compute", "--model", "gpt-tiny", "--gpu-type", "v200"},
+           {"profile", "compute", "--model", "gpt-tiny", "--cache-flush-mib", "lots"},
            {"profile", "comm", "--backend", "mpi"},
+           {"validate", "--model", "gpt-tiny", "--iterations", "0"},
+           {"validate", "--model", "gpt-9000"},
            {"profile", "comm", "--sizes", "1K,banana"},
            {"profile", "comm", "--collectives", "all_reduce,gossip"},
            {"profile", "show", "1"},
            {"profile", "frobnicate"},
        }) {
     std::vector<std::string> a = args;
-    if (a[1] != "show") {
+    if (a.size() < 2 || a[1] != "show") {
       a.push_back("--db");
       a.push_back(db_);
     }
     const Result r = run(a);
-    EXPECT_EQ(r.status, 2) << a[1] << " " << (a.size() > 3 ? a[3] : "") << ": " << r.err;
+    EXPECT_EQ(r.status, 2) << a[0] << " " << a[1] << " " << (a.size() > 3 ? a[3] : "") << ": " << r.err;
   }
   EXPECT_FALSE(fs::exists(db_));
 }
@@ -108,6 +112,8 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
   EXPECT_EQ(j["layers"].size(), 6u);
   const int id = j["id"];
   EXPECT_EQ(profiles(), 1);
+  EXPECT_GT(j["mem_gbps"].get<double>(), 0);                         // measured on this machine
+  EXPECT_GE(j["cache_flush_bytes"].get<int64_t>(), int64_t{64} << 20);  // flushed by default
   r = run({"profile", "show", std::to_string(id), "--db", db_});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("block.0"), std::string::npos);
@@ -118,6 +124,42 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["layers"].size(), 6u);
   r = run({"profile", "export", "99", "--db", db_});
   EXPECT_EQ(r.status, 2);
+  r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
+           "--threads", "1", "--cache-flush-mib", "0", "--no-db", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["cache_flush_bytes"], 0);
+}
+
+// Real training processes: 3 single-process, 3 data-parallel (2 processes,
+// Gloo all-reduce) and 3 pipeline (2 processes, send/recv) configurations,
+// each measured and estimated from the profiles it stored first.
+TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#endif
+  const fs::path md = dir_ / "table.md";
+  const Result r = run({"validate", "--model", "gpt-tiny", "--iterations", "2", "--warmup", "1", "--repetitions",
+                        "2", "--db", db_, "--out", md.string(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 9u);
+  std::map<std::string, int> modes;
+  for (const auto& row : j["rows"]) {
+    const std::string mode = row["config"];
+    ++modes[mode];
+    EXPECT_GT(row["measured_ms"].get<double>(), 0);
+    EXPECT_GT(row["estimated_ms"].get<double>(), 0);
+    EXPECT_EQ(row["basis"], "measured");  // both profiles are of this device
+    const auto sums = row["param_checksums"].get<std::vector<double>>();
+    ASSERT_EQ(sums.size(), mode == "single" ? 1u : 2u);
+    if (mode == "dp") EXPECT_EQ(sums[0], sums[1]);  // replicas stayed equal
+    if (mode == "pp") EXPECT_NE(sums[0], sums[1]);  // two different stages
+    const double est_sync = row["estimated_breakdown_ms"]["gradient_sync"];
+    EXPECT_EQ(est_sync > 0, mode == "dp");
+  }
+  EXPECT_EQ(modes, (std::map<std::string, int>{{"dp", 3}, {"pp", 3}, {"single", 3}}));
+  EXPECT_EQ(profiles(), 2);  // compute and comm
+  EXPECT_NE(slurp(md).find("median |error|"), std::string::npos);
 }
 
 }  // namespace

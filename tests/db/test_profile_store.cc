@@ -20,6 +20,8 @@ ProfileRun compute_run() {
   r.threads = 2;
   r.repetitions = 3;
   r.versions = {{"libtorch", "1.13.1"}};
+  r.mem_gbps = 21.5;
+  r.cache_flush_bytes = 128 << 20;
   for (int i = 0; i < 3; ++i) {
     LayerProfile l;
     l.layer_index = i;
@@ -67,6 +69,8 @@ TEST(ProfileStore, RoundTripsComputeAndComm) {
   ASSERT_TRUE(back);
   EXPECT_EQ(back->model, "gpt-tiny");
   EXPECT_EQ(back->versions.at("libtorch"), "1.13.1");
+  EXPECT_DOUBLE_EQ(back->mem_gbps, 21.5);
+  EXPECT_EQ(back->cache_flush_bytes, 128 << 20);
   ASSERT_EQ(back->layers.size(), 3u);
   EXPECT_EQ(back->layers[2].tp_degree, 4);
   EXPECT_DOUBLE_EQ(back->layers[2].bwd_ms, 4.5);

@@ -550,6 +550,28 @@ TEST(Store, TwoStoresOnOneFileSeeEachOthersWrites) {
 
 // ---- schema versions ----
 
+TEST(Schema, Version6KeepsVersion5ProfilesAndReadsThemAsUnmeasured) {
+  TempDb db;
+  {
+    Connection conn = Connection::open(db.path());
+    schema::migrate(conn, 5);
+    conn.exec(R"sql(
+INSERT INTO profile_runs(id, created_at, kind, model, device, device_type, host, timer, threads,
+                         repetitions, versions)
+  VALUES (1, '2026-01-01T00:00:00Z', 'compute', 'gpt-tiny', 'cpu', 'cpu', 'h', 'steady_clock', 1, 3, '{}');
+INSERT INTO layer_profiles VALUES (1, 0, 'embed', 'embedding', 1, 2, 1.0, 2.0, 3.0, 0.5, 0.75, 0, 0, 3);
+)sql");
+  }
+  Store::open(db.path());  // migrates to the current version
+  Connection conn = Connection::open(db.path());
+  EXPECT_EQ(schema::user_version(conn), Store::kSchemaVersion);
+  Statement q(conn, "SELECT mem_gbps, cache_flush_bytes, (SELECT COUNT(*) FROM layer_profiles) FROM profile_runs");
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.column_double(0), 0.0);
+  EXPECT_EQ(q.column_int64(1), 0);
+  EXPECT_EQ(q.column_int64(2), 1);
+}
+
 TEST(Schema, MigratesAVersion1File) {
   TempDb db;
   {

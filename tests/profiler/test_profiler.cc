@@ -21,6 +21,8 @@ class FakeBackend : public ComputeBackend {
   int threads() const override { return 1; }
   std::map<std::string, std::string> versions() const override { return {{"fake", "1"}}; }
   std::string detected_device_type() const override { return "cpu"; }
+  int64_t cache_flush_bytes() const override { return 1 << 20; }
+  double memory_gbps() override { return 12.5; }
   void expand(ModelSpec&) override {}
   LayerSamples time_layer(const ModelSpec& m, size_t i, int tp, int mb, int, int reps) override {
     calls.push_back(m.layers[i].name);
@@ -44,6 +46,8 @@ TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   FakeBackend b;
   const ProfileRun run = profile_compute(b, m, o);
   EXPECT_EQ(run.layers.size(), plan.size());
+  EXPECT_EQ(run.mem_gbps, 12.5);  // provenance from the backend
+  EXPECT_EQ(run.cache_flush_bytes, 1 << 20);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.0"), 8);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.1"), 0);
   for (const auto& l : run.layers) {
