@@ -78,7 +78,9 @@ std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::pa
     const auto j = nlohmann::json::parse(f);
     out.push_back({j.at("iteration_ms").get<std::vector<double>>(), j.at("compute_ms").get<std::vector<double>>(),
                    j.at("sync_ms").get<std::vector<double>>(), j.at("step_ms").get<std::vector<double>>(),
-                   j.at("param_checksum").get<double>()});
+                   j.at("param_checksum").is_number() ? j.at("param_checksum").get<double>() : NAN});
+    if (!std::isfinite(out.back().param_checksum))
+      throw std::runtime_error("rank " + std::to_string(r) + " of the " + base.mode + " run diverged (weights not finite)");
   }
   fs::remove_all(dir);
   return out;

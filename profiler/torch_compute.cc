@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <chrono>
 #include <cmath>
@@ -218,6 +219,7 @@ class TorchBackend : public ComputeBackend {
                std::unique_ptr<DeviceTimer> timer, std::string detected)
       : device_(device), timer_(std::move(timer)), detected_(std::move(detected)) {
     if (threads > 0) set_cpu_threads(threads);
+    if (device_.is_cpu()) keep_freed_memory();
     flush_bytes_ = cache_flush_bytes >= 0 ? cache_flush_bytes
                    : device_.is_cpu()     ? std::max<int64_t>(64LL << 20, 4 * last_level_cache_bytes())
                                           : 512LL << 20;
@@ -321,6 +323,9 @@ class TorchBackend : public ComputeBackend {
       layer->train();
     }
     std::vector<Tensor> params = scripted ? scripted->params() : layer->parameters();
+    // The head is followed by the loss in training: time them together.
+    const bool head = m.layers[index].kind == "head";
+    auto run_forward = [&](const Tensor& x) { return head ? training_loss(layer->forward(x)) : layer->forward(x); };
     LayerSamples out;
     Tensor grad;
     uint64_t next_id = 1;
@@ -332,9 +337,9 @@ class TorchBackend : public ComputeBackend {
         const uint64_t f = next_id++, b = next_id++;
         flush_cache();
         timer_->start(f);
-        Tensor y = layer->forward(x);
+        Tensor y = run_forward(x);
         timer_->stop(f);
-        if (!grad.defined()) grad = torch::randn_like(y);
+        if (!grad.defined()) grad = head ? torch::ones_like(y) : torch::randn_like(y);
         flush_cache();
         timer_->start(b);
         y.backward(grad);
@@ -344,9 +349,9 @@ class TorchBackend : public ComputeBackend {
       }
       flush_cache();
       const auto t0 = std::chrono::steady_clock::now();
-      Tensor y = layer->forward(x);
+      Tensor y = run_forward(x);
       const auto t1 = std::chrono::steady_clock::now();
-      if (!grad.defined()) grad = torch::randn_like(y);
+      if (!grad.defined()) grad = head ? torch::ones_like(y) : torch::randn_like(y);
       flush_cache();
       const auto t2 = std::chrono::steady_clock::now();
       y.backward(grad);
@@ -506,6 +511,22 @@ TorchLayer build_torch_layer(const ModelSpec& m, size_t index) {
 }  // namespace cellsched::profiler
 
 namespace cellsched::profiler {
+
+torch::Tensor training_loss(const torch::Tensor& output) {
+  const int64_t classes = output.size(-1);
+  torch::Tensor logits = output.reshape({-1, classes});
+  const auto labels = torch::randint(classes, {logits.size(0)}, torch::TensorOptions().dtype(torch::kLong).device(output.device()));
+  return torch::nn::functional::cross_entropy(logits, labels);
+}
+
+void keep_freed_memory() {
+  // glibc serves large blocks with mmap and returns them on free, so every
+  // iteration page-faults its activations in again (PyTorch's CPU tuning
+  // guide recommends an allocator that keeps them, such as jemalloc). Keep
+  // them in the heap: no mmap below 1 GiB, no trimming.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 void set_cpu_threads(int threads) {
   if (threads <= 0) return;
