@@ -187,7 +187,8 @@ int profile_compute(const std::vector<std::string>& args) {
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
       ("cache-flush-mib", po::value(&flush)->default_value("auto"),
        "MiB rewritten before each timed forward/backward, so layers start from cold caches as inside a "
-       "model (auto: cpu 4 x last-level cache, >= 64; cuda 512; 0 = warm caches)")
+       "model (auto: none when the model's weights and gradients fit in the cache, else 4 x the "
+       "cache, >= 64; 0 = warm caches)")
       ("input-shape", po::value(&input_shape), "TorchScript: one sample's input shape, e.g. 16 or 3,32,32")
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file")
       ("no-db", "do not store the profile")

@@ -249,12 +249,17 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (vm.count("out")) {
     std::ofstream f(out_md);
     if (!f) throw InputError(out_md + ": cannot write");
-    f << "| config | processes | micro-batches | micro-batch size | measured ms | estimated ms | error % |\n"
-         "|---|---:|---:|---:|---:|---:|---:|\n";
+    f << "| config | processes | micro-batches | micro-batch size | measured ms | estimated ms | error % |"
+         " compute ms meas / est | gradient sync ms meas / est | optimizer ms meas / est |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    auto pair = [](const nlohmann::json& r, const char* part) {
+      return fixed(r["measured_breakdown_ms"][part], 1) + " / " + fixed(r["estimated_breakdown_ms"][part], 1);
+    };
     for (const auto& r : rows)
       f << "| " << r["config"].get<std::string>() << " | " << r["processes"] << " | " << r["micro_batches"] << " | "
         << r["micro_batch_size"] << " | " << fixed(r["measured_ms"], 2) << " | " << fixed(r["estimated_ms"], 2)
-        << " | " << fixed(r["error_pct"], 1) << " |\n";
+        << " | " << fixed(r["error_pct"], 1) << " | " << pair(r, "compute") << " | " << pair(r, "gradient_sync")
+        << " | " << pair(r, "optimizer") << " |\n";
     f << "\nmedian |error| " << fixed(med, 1) << "%, worst " << fixed(worst, 1) << "%\n";
   }
   return 0;

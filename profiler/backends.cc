@@ -1,5 +1,7 @@
 // The composition root of the profiler: the only file that knows which
 // optional backends this build has (every #if on them is here).
+#include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -22,6 +24,27 @@ std::vector<std::string> compiled_backends() {
   return v;
 }
 
+namespace detail {
+
+int64_t cpu_last_level_cache_bytes() {
+  int64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), size(dir + "size");
+    int lv = 0;
+    std::string sz;
+    if (!(level >> lv) || !(size >> sz) || sz.empty()) continue;
+    int64_t bytes = std::atoll(sz.c_str());
+    if (sz.back() == 'K') bytes <<= 10;
+    else if (sz.back() == 'M') bytes <<= 20;
+    if (lv >= best_level && bytes > 0) best_level = lv, best = bytes;
+  }
+  return best;
+}
+
+}  // namespace detail
+
 namespace {
 
 // "cpu" -> -1, "cuda" / "cuda:N" -> N; InputError otherwise.
@@ -43,7 +66,7 @@ std::unique_ptr<ComputeBackend> make_compute_backend(const ComputeOptions& opt) 
     throw InputError("--timer: '" + opt.timer + "' is not auto, cupti or cuda_events");
   if (index < 0) {
 #if CELLSCHED_HAVE_TORCH
-    return detail::make_torch_backend("cpu", opt.threads, opt.cache_flush_bytes, nullptr, "cpu");
+    return detail::make_torch_backend("cpu", opt.threads, detail::cpu_last_level_cache_bytes(), nullptr, "cpu");
 #else
     throw InputError("cpu: this build has no LibTorch (install libtorch-dev and rebuild)");
 #endif
@@ -54,7 +77,7 @@ std::unique_ptr<ComputeBackend> make_compute_backend(const ComputeOptions& opt) 
     throw InputError(opt.device + ": no such CUDA device (this machine has " + std::to_string(n) + ")");
   auto timer = detail::make_cuda_timer(index, opt.timer);
 #if CELLSCHED_HAVE_TORCH
-  return detail::make_torch_backend("cuda:" + std::to_string(index), opt.threads, opt.cache_flush_bytes, std::move(timer),
+  return detail::make_torch_backend("cuda:" + std::to_string(index), opt.threads, detail::cuda_l2_cache_bytes(index), std::move(timer),
                                     detail::cuda_device_type(index));
 #else
   throw InputError(opt.device + ": this build has no LibTorch to run layers with");

@@ -14,7 +14,8 @@ namespace cellsched::profiler::detail {
 
 // torch_compute.cc (LibTorch): `device` is "cpu" or "cuda:N"; `timer` times
 // CUDA regions (nullptr on the CPU: steady clock).
-std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads, int64_t cache_flush_bytes,
+// `cache_bytes`: the device's last-level cache (CPU) or L2 (GPU).
+std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads, int64_t cache_bytes,
                                                    std::unique_ptr<DeviceTimer> timer,
                                                    const std::string& detected_type);
 std::string torch_version();
@@ -27,6 +28,10 @@ int cuda_device_count();
 // Catalogue name of device `index` from its name ("NVIDIA H100 80GB HBM3" -> "h100"), or "".
 std::string cuda_device_type(int index);
 std::string cuda_versions();  // "runtime 13.0, driver 13.0"
+// L2 cache bytes of device `index` (0 when it cannot tell).
+int64_t cuda_l2_cache_bytes(int index);
+// backends.cc: one instance of the CPU's last-level cache, from sysfs (0 when it cannot tell).
+int64_t cpu_last_level_cache_bytes();
 
 // gloo_comm.cc (LibTorch c10d + Gloo), nccl_comm.cc (NCCL).
 std::unique_ptr<Communicator> make_gloo_communicator(const CommWorkerArgs& args);

@@ -98,6 +98,14 @@ LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
 
 }  // namespace
 
+int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes) {
+  if (cache_bytes <= 0) cache_bytes = int64_t{32} << 20;
+  double working_set = 0;  // weights and their gradients
+  for (const LayerSpec& l : model.layers) working_set += 2 * l.params * model.bytes_per_value;
+  if (working_set <= static_cast<double>(cache_bytes)) return 0;
+  return std::max<int64_t>(int64_t{64} << 20, 4 * cache_bytes);
+}
+
 ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const ComputeOptions& opt) {
   check_options(opt);
   backend.expand(model);
@@ -114,7 +122,9 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   run.threads = backend.threads();
   run.repetitions = opt.repetitions;
   run.versions = backend.versions();
-  run.cache_flush_bytes = backend.cache_flush_bytes();
+  run.cache_flush_bytes =
+      opt.cache_flush_bytes >= 0 ? opt.cache_flush_bytes : cache_flush_for(model, backend.cache_bytes());
+  backend.set_cache_flush(run.cache_flush_bytes);
   if (opt.progress) opt.progress(0, plan.size(), "memory bandwidth");
   run.mem_gbps = backend.memory_gbps();
   for (size_t k = 0; k < plan.size(); ++k) {

@@ -28,9 +28,9 @@ struct ComputeOptions {
   int threads = 0;                   // CPU threads (torch::set_num_threads); 0 = all cores
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
   // Bytes rewritten before each timed forward and backward so that every
-  // layer starts from cold caches, as it does inside a model (nvbench flushes
-  // the L2 the same way). -1 = the device's default (CPU: 4 x the last-level
-  // cache, at least 64 MiB; GPU: 512 MiB), 0 = off (warm caches).
+  // layer starts from cold caches, as it does inside a model whose weights
+  // and gradients do not fit in the cache (nvbench flushes the L2 the same
+  // way). -1 = auto (cache_flush_for), 0 = off (warm caches).
   int64_t cache_flush_bytes = -1;
   Progress progress;                 // optional
 };
@@ -51,8 +51,10 @@ class ComputeBackend {
   virtual std::map<std::string, std::string> versions() const = 0;
   // Catalogue name of the device when it can tell ("h100"); "" otherwise.
   virtual std::string detected_device_type() const = 0;
-  // Bytes rewritten before each timed region (0 = none).
-  virtual int64_t cache_flush_bytes() const = 0;
+  // The device's last-level cache (CPU) or L2 (GPU) in bytes; 0 = unknown.
+  virtual int64_t cache_bytes() const = 0;
+  // Rewrite `bytes` before each timed region from now on (0 = none).
+  virtual void set_cache_flush(int64_t bytes) = 0;
   // The device's memory bandwidth in GB/s, measured as a += b x s over
   // buffers far larger than the caches (3 x the buffer's bytes move).
   virtual double memory_gbps() = 0;
@@ -73,6 +75,11 @@ struct PlannedMeasurement {
   int tp, micro_batch;
 };
 std::vector<PlannedMeasurement> plan_compute(const ModelSpec& model, const ComputeOptions& opt);
+
+// The auto cache flush: none when the model's weights and gradients fit in
+// the cache (training keeps them there), else max(64 MiB, 4 x the cache);
+// an unknown cache size (0) counts as 32 MiB.
+int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes);
 
 // Median and interquartile range (linear interpolation between order statistics).
 double median(std::vector<double> v);

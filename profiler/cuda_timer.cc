@@ -220,6 +220,12 @@ std::string cuda_device_type(int index) {
   return "";
 }
 
+int64_t cuda_l2_cache_bytes(int index) {
+  int bytes = 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, index) != cudaSuccess) return 0;
+  return bytes;
+}
+
 std::string cuda_versions() {
   int rt = 0, drv = 0;
   cudaRuntimeGetVersion(&rt);

@@ -191,48 +191,30 @@ struct ScriptedLayer : Layer {
   torch::jit::Module module;
 };
 
-// The size of one instance of the CPU's last-level cache (what one core's
-// working set competes for), from sysfs; 32 MiB when it cannot tell.
-int64_t last_level_cache_bytes() {
-  int64_t best = 0;
-  int best_level = 0;
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream level(dir + "level"), size(dir + "size");
-    int lv = 0;
-    std::string sz;
-    if (!(level >> lv) || !(size >> sz) || sz.empty()) continue;
-    int64_t bytes = std::atoll(sz.c_str());
-    if (sz.back() == 'K') bytes <<= 10;
-    else if (sz.back() == 'M') bytes <<= 20;
-    if (lv >= best_level && bytes > 0) best_level = lv, best = bytes;
-  }
-  return best > 0 ? best : 32LL << 20;
-}
-
 // The share of `n` that shard 0 of `tp` holds (the largest one).
 int shard_of(int n, int tp) { return (n + tp - 1) / tp; }
 
 class TorchBackend : public ComputeBackend {
  public:
-  TorchBackend(const std::string& device, int threads, int64_t cache_flush_bytes,
+  TorchBackend(const std::string& device, int threads, int64_t cache_bytes,
                std::unique_ptr<DeviceTimer> timer, std::string detected)
-      : device_(device), timer_(std::move(timer)), detected_(std::move(detected)) {
+      : device_(device), cache_bytes_(cache_bytes), timer_(std::move(timer)), detected_(std::move(detected)) {
     if (threads > 0) set_cpu_threads(threads);
     if (device_.is_cpu()) keep_freed_memory();
-    flush_bytes_ = cache_flush_bytes >= 0 ? cache_flush_bytes
-                   : device_.is_cpu()     ? std::max<int64_t>(64LL << 20, 4 * last_level_cache_bytes())
-                                          : 512LL << 20;
     threads_ = torch::get_num_threads();
     torch::manual_seed(0);
   }
 
   std::string timer() const override { return timer_ ? timer_->name() : "steady_clock"; }
-  int64_t cache_flush_bytes() const override { return flush_bytes_; }
+  int64_t cache_bytes() const override { return cache_bytes_; }
+  void set_cache_flush(int64_t bytes) override {
+    flush_bytes_ = bytes;
+    flush_ = Tensor();
+  }
 
   double memory_gbps() override {
     torch::NoGradGuard g;
-    const int64_t bytes = device_.is_cpu() ? std::max<int64_t>(64LL << 20, 2 * last_level_cache_bytes()) : 256LL << 20;
+    const int64_t bytes = std::max<int64_t>(64LL << 20, 8 * cache_bytes_);
     const auto opts = torch::TensorOptions().device(device_);
     Tensor a = torch::ones({bytes / 4}, opts), b = torch::ones({bytes / 4}, opts);
     std::vector<double> ms;
@@ -432,7 +414,7 @@ class TorchBackend : public ComputeBackend {
   }
 
   torch::Device device_;
-  int64_t flush_bytes_ = 0;
+  int64_t cache_bytes_ = 0, flush_bytes_ = 0;
   Tensor flush_;
   std::unique_ptr<DeviceTimer> timer_;
   std::string detected_;
@@ -450,13 +432,13 @@ std::string torch_version() {
 }
 
 std::unique_ptr<ComputeBackend> make_torch_backend(const std::string& device, int threads,
-                                                   int64_t cache_flush_bytes, std::unique_ptr<DeviceTimer> timer,
+                                                   int64_t cache_bytes, std::unique_ptr<DeviceTimer> timer,
                                                    const std::string& detected_type) {
   if (device != "cpu" && !torch::cuda::is_available())
     throw InputError(device + ": this LibTorch has no CUDA (Debian's is CPU-only); build against "
                      "PyTorch's LibTorch: cmake -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
                      "print(torch.utils.cmake_prefix_path)')\"");
-  return std::make_unique<TorchBackend>(device, threads, cache_flush_bytes, std::move(timer), detected_type);
+  return std::make_unique<TorchBackend>(device, threads, cache_bytes, std::move(timer), detected_type);
 }
 
 }  // namespace cellsched::profiler::detail

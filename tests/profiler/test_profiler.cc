@@ -21,7 +21,9 @@ class FakeBackend : public ComputeBackend {
   int threads() const override { return 1; }
   std::map<std::string, std::string> versions() const override { return {{"fake", "1"}}; }
   std::string detected_device_type() const override { return "cpu"; }
-  int64_t cache_flush_bytes() const override { return 1 << 20; }
+  int64_t cache_bytes() const override { return 4 << 20; }
+  void set_cache_flush(int64_t bytes) override { flush = bytes; }
+  int64_t flush = -1;
   double memory_gbps() override { return 12.5; }
   void expand(ModelSpec&) override {}
   LayerSamples time_layer(const ModelSpec& m, size_t i, int tp, int mb, int, int reps) override {
@@ -36,6 +38,25 @@ class FakeBackend : public ComputeBackend {
   std::vector<std::string> calls;
 };
 
+TEST(Plan, CachesAreFlushedOnlyForModelsThatDoNotFitInThem) {
+  const ModelSpec tiny = model_by_name("gpt-tiny"), big = model_by_name("gpt-125m");
+  EXPECT_EQ(cache_flush_for(tiny, int64_t{32} << 20), 0);                 // training keeps it cached
+  EXPECT_EQ(cache_flush_for(big, int64_t{32} << 20), int64_t{128} << 20);  // 4 x the cache
+  EXPECT_EQ(cache_flush_for(big, int64_t{1} << 20), int64_t{64} << 20);    // at least 64 MiB
+  EXPECT_EQ(cache_flush_for(big, 0), int64_t{128} << 20);                  // unknown: 32 MiB
+  ComputeOptions o;
+  o.micro_batches = {1};
+  o.tp_degrees = {1};
+  o.cache_flush_bytes = 0;  // asked for warm caches
+  FakeBackend b;
+  ModelSpec m = big;
+  EXPECT_EQ(profile_compute(b, m, o).cache_flush_bytes, 0);
+  EXPECT_EQ(b.flush, 0);
+  m = tiny;
+  o.cache_flush_bytes = -1;
+  EXPECT_EQ(profile_compute(b, m, o).cache_flush_bytes, 0);  // 4 MiB cache, a 1.8 MB working set
+}
+
 TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   ModelSpec m = model_by_name("gpt-350m");
   ComputeOptions o;
@@ -47,7 +68,8 @@ TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   const ProfileRun run = profile_compute(b, m, o);
   EXPECT_EQ(run.layers.size(), plan.size());
   EXPECT_EQ(run.mem_gbps, 12.5);  // provenance from the backend
-  EXPECT_EQ(run.cache_flush_bytes, 1 << 20);
+  EXPECT_EQ(run.cache_flush_bytes, 64 << 20);  // gpt-350m does not fit in a 4 MiB cache
+  EXPECT_EQ(b.flush, 64 << 20);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.0"), 8);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.1"), 0);
   for (const auto& l : run.layers) {
