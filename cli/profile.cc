@@ -146,7 +146,7 @@ void print_header(const ProfileRun& r, std::ostream& out) {
     out << ", " << (r.cache_flush_bytes ? "caches flushed (" + human_bytes(double(r.cache_flush_bytes)) + ")" : "warm caches");
     if (r.mem_gbps > 0) out << ", memory " << fixed(r.mem_gbps, 1) << " GB/s";
   }
-  out << ", " << r.created_at;
+  if (!r.created_at.empty()) out << ", " << r.created_at;
   for (const auto& [k, v] : r.versions) out << ", " << k << " " << v;
   out << "\n";
 }

@@ -31,7 +31,8 @@ struct CommProfile {
   int hosts = 1;
   int devices_per_host = 1;     // ranks = hosts x devices_per_host
   std::string link;             // "same-host", "network"
-  int64_t bytes = 0;            // message size per rank
+  int64_t bytes = 0;            // nccl-tests' size: each rank's buffer (all-reduce, send/recv), the whole
+                                //   gathered/scattered buffer (all-gather, reduce-scatter), the send buffer (all-to-all)
   double time_us = 0;           // median
   double algbw_gbps = 0;        // bytes / time
   double busbw_gbps = 0;        // algbw x the collective's factor

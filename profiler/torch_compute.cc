@@ -214,7 +214,7 @@ class TorchBackend : public ComputeBackend {
 
   double memory_gbps() override {
     torch::NoGradGuard g;
-    const int64_t bytes = std::max<int64_t>(64LL << 20, 8 * cache_bytes_);
+    const int64_t bytes = std::max<int64_t>(64LL << 20, 4 * cache_bytes_);
     const auto opts = torch::TensorOptions().device(device_);
     Tensor a = torch::ones({bytes / 4}, opts), b = torch::ones({bytes / 4}, opts);
     std::vector<double> ms;
