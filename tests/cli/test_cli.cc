@@ -1,7 +1,5 @@
 // End-to-end tests of the `cellsched` binary: real processes, real files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,51 +9,24 @@
 #include <nlohmann/json.hpp>
 
 #include "db/store.h"
+#include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using cellsched::testing::Result;
+using cellsched::testing::slurp;
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cellsched-cli-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-cli"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs the binary with `args` (argv, no shell), in dir_.
   Result run(std::vector<std::string> args) {
     args.insert(args.begin(), CELLSCHED_BINARY);
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(dir_.c_str()) != 0) _exit(127);
-      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(127);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+    return cellsched::testing::run_in(args, dir_);
   }
 
   std::string write(const std::string& name, const std::string& text) {

@@ -1,8 +1,6 @@
 // `cellsched profile`: real processes, real files. Bad input exits 2 naming
 // the file and line and stores nothing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,49 +9,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/subprocess.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using cellsched::testing::Result;
+using cellsched::testing::slurp;
 
 class ProfileCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cellsched-profile-cli-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = cellsched::testing::fresh_test_dir("cellsched-profile-cli");
     db_ = (dir_ / "p.db").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   Result run(std::vector<std::string> args) {
     args.insert(args.begin(), CELLSCHED_BINARY);
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      freopen(out.c_str(), "w", stdout);
-      freopen(err.c_str(), "w", stderr);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+    return cellsched::testing::run_in(args, dir_);
   }
   int profiles() {
     const Result r = run({"profile", "list", "--db", db_, "--json"});

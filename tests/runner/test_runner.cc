@@ -16,33 +16,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/subprocess.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using cellsched::testing::Result;
+using cellsched::testing::slurp;
 
 const std::string kTrainer = std::string(CELLSCHED_TEST_SOURCE) + "/runner/trainer.sh";
 
 class Runner : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cellsched-runner-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = cellsched::testing::fresh_test_dir("cellsched-runner");
     db_ = (dir_ / "state.db").string();
   }
   void TearDown() override {
@@ -57,25 +46,9 @@ class Runner : public ::testing::Test {
   pid_t start(std::vector<std::string> args, const std::string& tag,
               const std::vector<std::string>& env = {}) {
     args.insert(args.begin(), CELLSCHED_BINARY);
-    const fs::path out = dir_ / (tag + ".out"), err = dir_ / (tag + ".err");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (chdir(dir_.c_str()) != 0) _exit(127);
-      if (!freopen(out.c_str(), "a", stdout) || !freopen(err.c_str(), "a", stderr)) _exit(127);
-      for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    return pid;
+    return cellsched::testing::spawn(args, dir_, dir_ / (tag + ".out"), dir_ / (tag + ".err"), env);
   }
-  static int wait_status(pid_t pid) {
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
+  static int wait_status(pid_t pid) { return cellsched::testing::wait_status(pid); }
   Result run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
     const std::string tag = "cmd" + std::to_string(++calls_);
     const int st = wait_status(start(args, tag, env));
