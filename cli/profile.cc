@@ -183,7 +183,7 @@ int profile_compute(const std::vector<std::string>& args) {
       ("tp", po::value(&tps)->default_value("1,2,4,8"), "tensor-parallel degrees (1, 2, 4, 8)")
       ("reps", po::value(&reps), "timed repetitions per measurement (default 3 on cpu, 20 on cuda)")
       ("warmup", po::value(&warmup), "untimed repetitions first (default 1 on cpu, 5 on cuda)")
-      ("threads", po::value(&threads)->default_value(0), "CPU threads (0 = all cores)")
+      ("threads", po::value(&threads)->default_value(0), "CPU threads for LibTorch and BLAS (0 = their own defaults)")
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
       ("cache-flush-mib", po::value(&flush)->default_value("auto"),
        "MiB rewritten before each timed forward/backward, so layers start from cold caches as inside a "

@@ -25,7 +25,7 @@ struct ComputeOptions {
   std::vector<int> tp_degrees = {1, 2, 4, 8};  // degrees a layer cannot split by are skipped
   int repetitions = 3;               // timed repetitions per measurement (median, IQR)
   int warmup = 1;                    // untimed repetitions before them
-  int threads = 0;                   // CPU threads (torch::set_num_threads); 0 = all cores
+  int threads = 0;                   // CPU threads (LibTorch and BLAS pools); 0 = their defaults
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
   // Bytes rewritten before each timed forward and backward so that every
   // layer starts from cold caches, as it does inside a model whose weights
