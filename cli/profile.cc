@@ -91,8 +91,6 @@ nlohmann::json to_json(const ProfileRun& r) {
   if (r.kind == "compute") {
     j["mem_gbps"] = r.mem_gbps;
     j["cache_flush_bytes"] = r.cache_flush_bytes;
-  }
-  if (r.kind == "compute") {
     j["layers"] = nlohmann::json::array();
     for (const auto& l : r.layers)
       j["layers"].push_back({{"layer_index", l.layer_index}, {"layer_name", l.layer_name},

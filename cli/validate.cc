@@ -149,8 +149,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       cm.device_type = "cpu";
       // Powers of two from 1 KiB up to the model's whole gradient (the
       // data-parallel all-reduce), so no size the runs need is extrapolated.
-      double grad_bytes = 0;
-      for (const auto& l : model.layers) grad_bytes += l.params * model.bytes_per_value;
+      const double grad_bytes = model.total_params() * model.bytes_per_value;
       for (int64_t b = 1024;; b *= 2) {
         cm.sizes.push_back(b);
         if (static_cast<double>(b) >= grad_bytes) break;

@@ -100,8 +100,7 @@ LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
 
 int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes) {
   if (cache_bytes <= 0) cache_bytes = int64_t{32} << 20;
-  double working_set = 0;  // weights and their gradients
-  for (const LayerSpec& l : model.layers) working_set += 2 * l.params * model.bytes_per_value;
+  const double working_set = 2 * model.total_params() * model.bytes_per_value;  // weights and gradients
   if (working_set <= static_cast<double>(cache_bytes)) return 0;
   return std::max<int64_t>(int64_t{64} << 20, 4 * cache_bytes);
 }

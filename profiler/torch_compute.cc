@@ -10,11 +10,10 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 

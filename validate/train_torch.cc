@@ -7,9 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <fstream>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/model.h"
@@ -41,8 +42,8 @@ Stage build_stage(const ModelSpec& m, int first, int last) {
 }
 
 // Plain SGD, as the estimator's "sgd" optimizer prices it. Gradients that
-// live in a shared buffer are zeroed there; others are released.
-// The all-reduce sums the replicas' gradients; `lr` carries the 1/world that
+// live in a shared buffer are zeroed there; others are released. The
+// all-reduce sums the replicas' gradients; `lr` carries the 1/world that
 // makes it their mean.
 void sgd_step(std::vector<Tensor>& params, Tensor& grad_buffer, double lr) {
   torch::NoGradGuard g;
@@ -166,28 +167,20 @@ int run_worker(const WorkerArgs& a) {
       step.push_back(step_ms);
     }
   }
-  std::ofstream out(a.out_path);
-  auto list = [&](const char* key, const std::vector<double>& v, bool last) {
-    out << "\"" << key << "\": [";
-    for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
-    out << "]" << (last ? "" : ", ");
-  };
   // A fingerprint of the trained weights: data-parallel replicas must agree.
   double checksum = 0;
   {
     torch::NoGradGuard g;
     for (auto& p : st.params) checksum += p.to(torch::kDouble).abs().sum().item<double>();
   }
-  out.precision(17);
-  out << "{\"param_checksum\": ";
-  if (std::isfinite(checksum)) out << checksum;
-  else out << "null";  // diverged
-  out << ", ";
-  list("iteration_ms", times, false);
-  list("compute_ms", compute, false);
-  list("sync_ms", sync, false);
-  list("step_ms", step, true);
-  out << "}\n";
+  std::ofstream out(a.out_path);
+  out << nlohmann::json{{"param_checksum", checksum},  // NaN (diverged) is written as null
+                        {"iteration_ms", times},
+                        {"compute_ms", compute},
+                        {"sync_ms", sync},
+                        {"step_ms", step}}
+             .dump()
+      << "\n";
   return out ? 0 : 1;
 }
 
