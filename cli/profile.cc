@@ -171,7 +171,7 @@ bool print_json(const ProfileRun& run, const po::variables_map& vm, double secs)
 int profile_compute(const std::vector<std::string>& args) {
   po::options_description opt("profile compute options");
   std::string model_name, device, gpu_type, mbs, tps, timer, input_shape, db_path;
-  int reps = 0, warmup = -1, threads = 0;
+  int reps = 0, warmup = -1, threads = 0, passes = 1;
   std::string flush = "auto";
   opt.add_options()
       ("model", po::value(&model_name)->required(), "zoo name (gpt-350m, moe-tiny, wrn-28-10, ...), a .yaml description or a TorchScript .pt")
@@ -181,6 +181,9 @@ int profile_compute(const std::vector<std::string>& args) {
       ("tp", po::value(&tps)->default_value("1,2,4,8"), "tensor-parallel degrees (1, 2, 4, 8)")
       ("reps", po::value(&reps), "timed repetitions per measurement (default 3 on cpu, 20 on cuda)")
       ("warmup", po::value(&warmup), "untimed repetitions first (default 1 on cpu, 5 on cuda)")
+      ("passes", po::value(&passes)->default_value(1),
+       "interleaved passes: each pass times its share of the repetitions of every layer in turn, so a "
+       "slow phase of the host spreads over all layers (1 = back to back)")
       ("threads", po::value(&threads)->default_value(0), "CPU threads for LibTorch and BLAS (0 = their own defaults)")
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
       ("cache-flush-mib", po::value(&flush)->default_value("auto"),
@@ -201,6 +204,7 @@ int profile_compute(const std::vector<std::string>& args) {
   const bool cpu = device == "cpu";
   o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
   o.warmup = warmup >= 0 ? warmup : (cpu ? 1 : 5);
+  o.passes = passes;
   o.threads = threads;
   o.timer = timer;
   if (flush != "auto") {
@@ -238,7 +242,7 @@ std::vector<std::string> worker_command() {
 int profile_comm(const std::vector<std::string>& args) {
   po::options_description opt("profile comm options");
   std::string backend, sizes, colls, gpu_type, db_path;
-  int ranks = 2, dpp = 1, reps = 0, warmup = -1;
+  int ranks = 2, dpp = 1, reps = 0, warmup = -1, passes = 1;
   double timeout = 600;
   opt.add_options()
       ("backend", po::value(&backend)->default_value("gloo"), "gloo (CPU processes) or nccl (GPUs)")
@@ -248,6 +252,8 @@ int profile_comm(const std::vector<std::string>& args) {
       ("collectives", po::value(&colls), "all_reduce,all_gather,reduce_scatter,all_to_all,send_recv (default all)")
       ("reps", po::value(&reps), "timed repetitions per size (default 5 gloo, 20 nccl)")
       ("warmup", po::value(&warmup), "untimed repetitions first (default 1 gloo, 5 nccl)")
+      ("passes", po::value(&passes)->default_value(1),
+       "interleaved passes over all collectives and sizes, each taking its share of the repetitions")
       ("gpu-type", po::value(&gpu_type), "catalogue name to file the profile under")
       ("timeout", po::value(&timeout)->default_value(600), "seconds before the workers are killed")
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file")
@@ -264,6 +270,7 @@ int profile_comm(const std::vector<std::string>& args) {
   const bool gloo = backend == "gloo";
   o.repetitions = vm.count("reps") ? reps : (gloo ? 5 : 20);
   o.warmup = warmup >= 0 ? warmup : (gloo ? 1 : 5);
+  o.passes = passes;
   o.device_type = checked_gpu_type(gpu_type);
   if (!(timeout > 0)) throw InputError("--timeout must be positive");
   o.timeout_s = timeout;

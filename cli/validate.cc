@@ -1,15 +1,20 @@
 // `cellsched validate`: real CPU training runs (single process, data-parallel
 // over 2 processes with a Gloo all-reduce, a 2-stage pipeline over 2
-// processes) against the estimator's figures from stored profiles.
+// processes) against the estimator's figures from stored profiles. Every
+// configuration runs several trials, interleaved round-robin, and is reported
+// as the median over trials with its spread; the host is watched for other work.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +25,7 @@
 #include "profiler/comm.h"
 #include "profiler/compute.h"
 #include "validate/train.h"
+#include "validate/trials.h"
 
 extern char** environ;
 
@@ -27,6 +33,7 @@ namespace cellsched::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 std::string self_exe() {
   std::error_code ec;
@@ -34,11 +41,7 @@ std::string self_exe() {
   return ec ? "/proc/self/exe" : p.string();
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double median_of(const std::vector<double>& v) { return validate::summarize(v).median; }
 
 struct RankTimes {
   std::vector<double> iteration, compute, sync, step;  // ms per timed iteration
@@ -75,7 +78,7 @@ std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::pa
   std::vector<RankTimes> out;
   for (int r = 0; r < base.world; ++r) {
     std::ifstream f(dir / ("rank" + std::to_string(r) + ".json"));
-    const auto j = nlohmann::json::parse(f);
+    const auto j = json::parse(f);
     out.push_back({j.at("iteration_ms").get<std::vector<double>>(), j.at("compute_ms").get<std::vector<double>>(),
                    j.at("sync_ms").get<std::vector<double>>(), j.at("step_ms").get<std::vector<double>>(),
                    j.at("param_checksum").is_number() ? j.at("param_checksum").get<double>() : NAN});
@@ -91,176 +94,330 @@ struct Config {
   int world, micro_batches, micro_batch_size;
 };
 
+std::string config_name(const Config& c) {
+  return c.mode == "single" ? "single process" : c.mode == "dp" ? "data-parallel (Gloo all-reduce)"
+                                                                : "2-stage pipeline (send/recv)";
+}
+
+// One trial of one configuration: per iteration the slowest rank's time, the
+// phases each the largest over the ranks; medians over the iterations.
+struct Trial {
+  double iteration_ms = 0, compute_ms = 0, sync_ms = 0, step_ms = 0;
+  std::vector<double> checksums;
+};
+
+Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
+  auto slowest_of = [&](std::vector<double> RankTimes::*field) {
+    std::vector<double> v((per_rank[0].*field).size(), 0);
+    for (const auto& r : per_rank)
+      for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
+    return median_of(v);
+  };
+  Trial t{slowest_of(&RankTimes::iteration), slowest_of(&RankTimes::compute), slowest_of(&RankTimes::sync),
+          slowest_of(&RankTimes::step), {}};
+  for (const auto& r : per_rank) t.checksums.push_back(r.param_checksum);
+  // Data-parallel replicas start equal and apply the same averaged
+  // gradients, so they must end equal; otherwise the run was not training.
+  if (c.mode == "dp")
+    for (const auto& r : per_rank)
+      if (std::abs(r.param_checksum - per_rank[0].param_checksum) > 1e-9 * std::abs(per_rank[0].param_checksum))
+        throw std::runtime_error("data-parallel replicas diverged (weights " + std::to_string(r.param_checksum) +
+                                 " vs " + std::to_string(per_rank[0].param_checksum) + ")");
+  return t;
+}
+
+struct Settings {
+  std::string model_name, db_path;
+  int iterations = 7, warmup = 2, threads = 1, reps = 15, trials = 3, passes = 3;
+  int64_t profile_id = 0, comm_id = 0;
+};
+
+// Profiles compute and comm unless ids were given; stores them.
+void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>& mbs_sizes) {
+  auto store = db::ProfileStore::open(s.db_path);
+  if (s.profile_id == 0) {
+    profiler::ComputeOptions co;
+    co.device = "cpu";
+    co.device_type = "cpu";
+    co.micro_batches = mbs_sizes;
+    co.tp_degrees = {1};
+    co.repetitions = s.reps;
+    co.passes = std::min(s.passes, s.reps);
+    co.warmup = 2;
+    co.threads = s.threads;
+    auto backend = profiler::make_compute_backend(co);
+    ModelSpec m = model;
+    ProfileRun run = profiler::profile_compute(*backend, m, co);
+    s.profile_id = store.save(run);
+    std::cerr << "compute profile " << s.profile_id << " stored\n";
+  }
+  if (s.comm_id == 0) {
+    profiler::CommOptions cm;
+    cm.backend = "gloo";
+    cm.ranks = 2;
+    cm.collectives = {"all_reduce", "send_recv"};
+    cm.repetitions = s.reps;
+    cm.passes = std::min(s.passes, s.reps);
+    cm.warmup = 2;
+    cm.device_type = "cpu";
+    // Powers of two from 1 KiB up to the model's whole gradient (the
+    // data-parallel all-reduce), so no size the runs need is extrapolated.
+    const double grad_bytes = model.total_params() * model.bytes_per_value;
+    for (int64_t b = 1024;; b *= 2) {
+      cm.sizes.push_back(b);
+      if (static_cast<double>(b) >= grad_bytes) break;
+    }
+    cm.worker_command = {self_exe(), "profile", "comm-worker"};
+    ProfileRun run = profiler::profile_comm(cm);
+    s.comm_id = store.save(run);
+    std::cerr << "comm profile " << s.comm_id << " stored\n";
+  }
+}
+
+// Runs every configuration `trials` times, interleaved; returns the trials
+// per configuration. Times the calibration loop before each round and after
+// the last.
+std::vector<std::vector<Trial>> run_trials(const Settings& s, const std::vector<Config>& configs, int layers,
+                                           validate::HostObservation& host) {
+  const fs::path scratch = fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()));
+  std::vector<std::vector<Trial>> trials(configs.size());
+  const auto order = validate::interleaved_order(static_cast<int>(configs.size()), s.trials);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const auto [t, ci] = order[k];
+    if (ci == 0) host.calibration_s.push_back(validate::calibration_s(host.cpus));
+    const Config& c = configs[static_cast<size_t>(ci)];
+    validate::WorkerArgs a;
+    a.mode = c.mode;
+    a.model = s.model_name;
+    a.world = c.world;
+    a.micro_batches = c.micro_batches;
+    a.micro_batch_size = c.micro_batch_size;
+    a.split = layers / 2;
+    a.iterations = s.iterations;
+    a.warmup = s.warmup;
+    a.threads = s.threads;
+    trials[static_cast<size_t>(ci)].push_back(measure(run_config(a, scratch), c));
+    if (stderr_is_tty())
+      std::cerr << "  [" << k + 1 << "/" << order.size() << "] trial " << t + 1 << " " << config_name(c)
+                << " B=" << c.micro_batches << ": " << fixed(trials[static_cast<size_t>(ci)].back().iteration_ms, 2)
+                << " ms\n";
+  }
+  host.calibration_s.push_back(validate::calibration_s(host.cpus));
+  return trials;
+}
+
+json spread_json(const validate::Spread& sp) {
+  return {{"median", sp.median}, {"q1", sp.q1}, {"q3", sp.q3}, {"min", sp.min}, {"max", sp.max}, {"n", sp.n}};
+}
+
+// One row of the report: measured (median over trials, with spread) against the estimate.
+json report_row(const Config& c, const std::vector<Trial>& trials, const estimator::Estimate& e) {
+  std::vector<double> it, comp, sync, step;
+  for (const Trial& t : trials) {
+    it.push_back(t.iteration_ms);
+    comp.push_back(t.compute_ms);
+    sync.push_back(t.sync_ms);
+    step.push_back(t.step_ms);
+  }
+  const validate::Spread sp = validate::summarize(it);
+  const double err = (e.iteration_ms - sp.median) / sp.median * 100;
+  return {{"config", c.mode},
+          {"processes", c.world},
+          {"micro_batches", c.micro_batches},
+          {"micro_batch_size", c.micro_batch_size},
+          {"measured_ms", sp.median},
+          {"measured_spread_ms", spread_json(sp)},
+          {"trial_ms", it},
+          {"estimated_ms", e.iteration_ms},
+          {"error_pct", err},
+          {"within_spread", e.iteration_ms >= sp.min && e.iteration_ms <= sp.max},
+          {"basis", estimator::basis_name(e.basis)},
+          {"param_checksums", trials.back().checksums},
+          {"measured_breakdown_ms",
+           {{"compute", median_of(comp)}, {"gradient_sync", median_of(sync)}, {"optimizer", median_of(step)}}},
+          {"estimated_breakdown_ms",
+           {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
+            {"gradient_sync", e.stages.front().grad_sync_ms},
+            {"optimizer", e.sync_ms - e.stages.front().grad_sync_ms}}}};
+}
+
+// The compute profile's layers with their own spread (IQR over repetitions).
+json profile_layers_json(const ProfileRun& p) {
+  json out = json::array();
+  for (const auto& l : p.layers)
+    out.push_back({{"layer", l.layer_name}, {"micro_batch", l.micro_batch}, {"fwd_ms", l.fwd_ms},
+                   {"fwd_iqr_ms", l.fwd_spread_ms}, {"bwd_ms", l.bwd_ms}, {"bwd_iqr_ms", l.bwd_spread_ms},
+                   {"repetitions", l.repetitions}});
+  return out;
+}
+
+json host_json(const validate::HostObservation& h, const validate::HostVerdict& v) {
+  return {{"cpus", h.cpus},
+          {"load_average_at_start", h.load_at_start},
+          {"others_cpu_share", v.others_cpu_share},
+          {"calibration_s", h.calibration_s},
+          {"calibration_ratio", v.calibration_ratio},
+          {"busy", v.busy},
+          {"reasons", v.reasons}};
+}
+
+void print_text(std::ostream& out, const json& r) {
+  out << "model " << r["model"].get<std::string>() << " on the CPU, " << r["threads"] << " thread(s) per process; "
+      << r["trials"] << " interleaved trials per configuration; profiles " << r["compute_profile"] << " (compute) and "
+      << r["comm_profile"] << " (comm)\n";
+  Table pt({"profiled layer", "micro-batch", "fwd ms", "fwd IQR", "bwd ms", "bwd IQR"});
+  for (const auto& l : r["profile_layers"])
+    pt.add({l["layer"].get<std::string>(), std::to_string(l["micro_batch"].get<int>()), fixed(l["fwd_ms"], 3),
+            fixed(l["fwd_iqr_ms"], 3), fixed(l["bwd_ms"], 3), fixed(l["bwd_iqr_ms"], 3)});
+  pt.print(out);
+  out << "\n";
+  Table t({"config", "procs", "B", "micro-batch", "measured ms", "min-max ms", "estimated ms", "error %", "in spread"});
+  for (const auto& row : r["rows"]) {
+    const auto& sp = row["measured_spread_ms"];
+    t.add({row["config"].get<std::string>(), std::to_string(row["processes"].get<int>()),
+           std::to_string(row["micro_batches"].get<int>()), std::to_string(row["micro_batch_size"].get<int>()),
+           fixed(row["measured_ms"], 2), fixed(sp["min"], 2) + "-" + fixed(sp["max"], 2), fixed(row["estimated_ms"], 2),
+           fixed(row["error_pct"], 1), row["within_spread"].get<bool>() ? "yes" : "no"});
+  }
+  t.print(out);
+  out << "median |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
+      << "% over " << r["rows"].size() << " configurations (medians of trials); "
+      << fixed(100 * r["within_spread_share"].get<double>(), 0) << "% of estimates lie within the measured min-max\n";
+  const auto& h = r["host"];
+  out << "host: " << (h["busy"].get<bool>() ? "BUSY" : "idle") << " (others took "
+      << fixed(100 * h["others_cpu_share"].get<double>(), 1) << "% of the CPU time, calibration spread x"
+      << fixed(h["calibration_ratio"], 2) << ", load average " << fixed(h["load_average_at_start"], 2)
+      << " at start)\n";
+  for (const auto& why : h["reasons"])
+    out << "warning: the host was busy: " << why.get<std::string>() << "; the measured times carry its noise\n";
+}
+
+void write_markdown(const std::string& path, const json& r) {
+  std::ofstream f(path);
+  if (!f) throw InputError(path + ": cannot write");
+  f << "| config | processes | micro-batches | micro-batch size | measured ms (median of " << r["trials"]
+    << " trials) | min-max ms | estimated ms | error % |"
+       " compute ms meas / est | gradient sync ms meas / est | optimizer ms meas / est |\n"
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  auto pair = [](const json& row, const char* part) {
+    return fixed(row["measured_breakdown_ms"][part], 1) + " / " + fixed(row["estimated_breakdown_ms"][part], 1);
+  };
+  for (const auto& row : r["rows"])
+    f << "| " << row["config"].get<std::string>() << " | " << row["processes"] << " | " << row["micro_batches"]
+      << " | " << row["micro_batch_size"] << " | " << fixed(row["measured_ms"], 2) << " | "
+      << fixed(row["measured_spread_ms"]["min"], 2) << "-" << fixed(row["measured_spread_ms"]["max"], 2) << " | "
+      << fixed(row["estimated_ms"], 2) << " | " << fixed(row["error_pct"], 1) << " | " << pair(row, "compute")
+      << " | " << pair(row, "gradient_sync") << " | " << pair(row, "optimizer") << " |\n";
+  f << "\nmedian |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
+    << "%; host " << (r["host"]["busy"].get<bool>() ? "busy" : "idle") << "\n";
+}
+
+std::vector<Config> chosen_configs(const std::string& list) {
+  const std::vector<Config> all = {{"single", 1, 1, 4}, {"single", 1, 2, 2}, {"single", 1, 4, 1},
+                                   {"dp", 2, 1, 4},     {"dp", 2, 2, 4},     {"dp", 2, 4, 2},
+                                   {"pp", 2, 2, 2},     {"pp", 2, 4, 2},     {"pp", 2, 8, 1}};
+  const auto wanted = split_list(list);
+  for (const auto& w : wanted)
+    if (w != "single" && w != "dp" && w != "pp") throw InputError("--configs: '" + w + "' is not single, dp or pp");
+  std::vector<Config> out;
+  for (const Config& c : all)
+    if (std::find(wanted.begin(), wanted.end(), c.mode) != wanted.end()) out.push_back(c);
+  if (out.empty()) throw InputError("--configs: name at least one of single, dp, pp");
+  return out;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "worker")
     return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
   po::options_description opt("validate options");
-  std::string model_name, db_path, out_md;
-  int iterations = 7, warmup = 2, threads = 1, reps = 15;
-  int64_t profile_id = 0, comm_id = 0;
+  Settings s;
+  std::string out_md, config_list;
   opt.add_options()
-      ("model", po::value(&model_name)->default_value("gpt-cpu"), "zoo model (gpt, moe, wrn) or .yaml")
-      ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file (profiles are read and stored here)")
-      ("profile", po::value(&profile_id)->default_value(0), "compute profile id (default: profile now and store it)")
-      ("comm-profile", po::value(&comm_id)->default_value(0), "comm profile id (default: profile now and store it)")
-      ("iterations", po::value(&iterations)->default_value(7), "timed iterations per configuration (median)")
-      ("warmup", po::value(&warmup)->default_value(2), "untimed iterations first")
-      ("threads", po::value(&threads)->default_value(1), "CPU threads per process (profiles and runs)")
-      ("repetitions", po::value(&reps)->default_value(15), "profiling repetitions per measurement")
+      ("model", po::value(&s.model_name)->default_value("gpt-cpu"), "zoo model (gpt, moe, wrn) or .yaml")
+      ("db", po::value(&s.db_path)->default_value(default_db_path()), "SQLite file (profiles are read and stored here)")
+      ("profile", po::value(&s.profile_id)->default_value(0), "compute profile id (default: profile now and store it)")
+      ("comm-profile", po::value(&s.comm_id)->default_value(0), "comm profile id (default: profile now and store it)")
+      ("trials", po::value(&s.trials)->default_value(3),
+       "trials per configuration, run round-robin across configurations; a configuration's time is the "
+       "median over its trials, reported with their min-max")
+      ("iterations", po::value(&s.iterations)->default_value(7), "timed iterations per trial (a trial's time is their median)")
+      ("warmup", po::value(&s.warmup)->default_value(2), "untimed iterations first")
+      ("threads", po::value(&s.threads)->default_value(1), "CPU threads per process (profiles and runs)")
+      ("repetitions", po::value(&s.reps)->default_value(15), "profiling repetitions per measurement")
+      ("profile-passes", po::value(&s.passes)->default_value(3),
+       "interleaved profiling passes the repetitions are spread over (see profile --passes)")
+      ("configs", po::value(&config_list)->default_value("single,dp,pp"), "which configurations to run: single, dp, pp")
       ("out", po::value(&out_md), "also write the table as Markdown to this file")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse("cellsched validate [--model M] [--db PATH] [--iterations N] [--out FILE]", args, opt, {}, vm)) return 0;
-  if (iterations < 1 || warmup < 0 || threads < 1 || reps < 1)
-    throw InputError("--iterations, --threads and --repetitions must be >= 1, --warmup >= 0");
-  const ModelSpec model = load_model(model_name);
+  if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
+    return 0;
+  if (s.iterations < 1 || s.iterations > 100000 || s.warmup < 0 || s.warmup > 100000 || s.threads < 1 ||
+      s.threads > 4096 || s.reps < 1 || s.reps > 100000 || s.trials < 1 || s.trials > 1000 || s.passes < 1)
+    throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
+                     "sensible), --warmup >= 0");
+  const std::vector<Config> configs = chosen_configs(config_list);
+  const ModelSpec model = load_model(s.model_name);
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
     return 1;
   }
+  validate::HostObservation host;
+  host.cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) host.load_at_start = load[0];
+  host.start = validate::read_cpu_clock();
+  const auto t0 = std::chrono::steady_clock::now();
+
   const int L = static_cast<int>(model.layers.size());
-  const std::vector<int> mbs_sizes = {1, 2, 4, 8};
-  {
-    auto store = db::ProfileStore::open(db_path);
-    if (profile_id == 0) {
-      profiler::ComputeOptions co;
-      co.device = "cpu";
-      co.device_type = "cpu";
-      co.micro_batches = mbs_sizes;
-      co.tp_degrees = {1};
-      co.repetitions = reps;
-      co.warmup = 2;
-      co.threads = threads;
-      auto backend = profiler::make_compute_backend(co);
-      ModelSpec m = model;
-      ProfileRun run = profiler::profile_compute(*backend, m, co);
-      profile_id = store.save(run);
-      std::cerr << "compute profile " << profile_id << " stored\n";
-    }
-    if (comm_id == 0) {
-      profiler::CommOptions cm;
-      cm.backend = "gloo";
-      cm.ranks = 2;
-      cm.collectives = {"all_reduce", "send_recv"};
-      cm.repetitions = reps;
-      cm.warmup = 2;
-      cm.device_type = "cpu";
-      // Powers of two from 1 KiB up to the model's whole gradient (the
-      // data-parallel all-reduce), so no size the runs need is extrapolated.
-      const double grad_bytes = model.total_params() * model.bytes_per_value;
-      for (int64_t b = 1024;; b *= 2) {
-        cm.sizes.push_back(b);
-        if (static_cast<double>(b) >= grad_bytes) break;
-      }
-      cm.worker_command = {self_exe(), "profile", "comm-worker"};
-      ProfileRun run = profiler::profile_comm(cm);
-      comm_id = store.save(run);
-      std::cerr << "comm profile " << comm_id << " stored\n";
-    }
-  }
-  const ProfileSelection sel = select_profiles(db_path, model, "cpu", profile_id, comm_id);
+  ensure_profiles(s, model, {1, 2, 4, 8});
+  const ProfileSelection sel = select_profiles(s.db_path, model, "cpu", s.profile_id, s.comm_id);
   estimator::Options eo;
   eo.optimizer = "sgd";
   eo.memory_fraction = 1;
   const estimator::CostModel cost(model, "cpu", sel.compute, sel.comm ? &*sel.comm : nullptr, eo);
 
-  const std::vector<Config> configs = {
-      {"single", 1, 1, 4}, {"single", 1, 2, 2}, {"single", 1, 4, 1}, {"dp", 2, 1, 4}, {"dp", 2, 2, 4},
-      {"dp", 2, 4, 2},     {"pp", 2, 2, 2},     {"pp", 2, 4, 2},     {"pp", 2, 8, 1}};
-  const fs::path scratch = fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()));
-  nlohmann::json rows = nlohmann::json::array();
+  const auto trials = run_trials(s, configs, L, host);
+  host.end = validate::read_cpu_clock();
+  const validate::HostVerdict verdict = validate::judge_host(host);
+
+  json rows = json::array();
   std::vector<double> errs;
-  Table t({"config", "procs", "B", "micro-batch", "measured ms", "estimated ms", "error %"});
-  for (const Config& c : configs) {
-    validate::WorkerArgs a;
-    a.mode = c.mode;
-    a.model = model_name;
-    a.world = c.world;
-    a.micro_batches = c.micro_batches;
-    a.micro_batch_size = c.micro_batch_size;
-    a.split = L / 2;
-    a.iterations = iterations;
-    a.warmup = warmup;
-    a.threads = threads;
-    const auto per_rank = run_config(a, scratch);
-    // Per iteration the slowest rank's time; the phases are each the largest
-    // over the ranks (medians over the iterations).
-    auto slowest_of = [&](std::vector<double> RankTimes::*field) {
-      std::vector<double> v((per_rank[0].*field).size(), 0);
-      for (const auto& r : per_rank)
-        for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
-      return median_of(v);
-    };
-    const double measured = slowest_of(&RankTimes::iteration);
-    // Data-parallel replicas start equal and apply the same averaged
-    // gradients, so they must end equal; otherwise the run was not training.
-    if (c.mode == "dp")
-      for (const auto& r : per_rank)
-        if (std::abs(r.param_checksum - per_rank[0].param_checksum) > 1e-9 * std::abs(per_rank[0].param_checksum))
-          throw std::runtime_error("data-parallel replicas diverged (weights " + std::to_string(r.param_checksum) +
-                                   " vs " + std::to_string(per_rank[0].param_checksum) + ")");
+  int within = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
     estimator::Cell cell{model.name, "cpu", 1, c.world, c.mode == "pp" ? 2 : 1};
     estimator::Plan plan;
     plan.micro_batches = c.micro_batches;
     plan.micro_batch_size = c.micro_batch_size;
     if (c.mode == "pp") plan.stages = {{0, L / 2, 1, 1}, {L / 2, L - L / 2, 1, 1}};
     else plan.stages = {{0, L, c.world, 1}};
-    const auto e = estimator::estimate(cost, cell, plan);
-    const double err = (e.iteration_ms - measured) / measured * 100;
-    errs.push_back(std::abs(err));
-    const std::string name = c.mode == "single" ? "single process" : c.mode == "dp" ? "data-parallel (Gloo all-reduce)"
-                                                                                  : "2-stage pipeline (send/recv)";
-    t.add({name, std::to_string(c.world), std::to_string(c.micro_batches), std::to_string(c.micro_batch_size),
-           fixed(measured, 2), fixed(e.iteration_ms, 2), fixed(err, 1)});
-    rows.push_back({{"config", c.mode}, {"processes", c.world}, {"micro_batches", c.micro_batches},
-                    {"micro_batch_size", c.micro_batch_size}, {"measured_ms", measured},
-                    {"estimated_ms", e.iteration_ms}, {"error_pct", err}, {"basis", estimator::basis_name(e.basis)},
-                    {"param_checksums", [&] {
-                       std::vector<double> v;
-                       for (const auto& r : per_rank) v.push_back(r.param_checksum);
-                       return v;
-                     }()},
-                    {"measured_breakdown_ms",
-                     {{"compute", slowest_of(&RankTimes::compute)},
-                      {"gradient_sync", slowest_of(&RankTimes::sync)},
-                      {"optimizer", slowest_of(&RankTimes::step)}}},
-                    {"estimated_breakdown_ms",
-                     {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
-                      {"gradient_sync", e.stages.front().grad_sync_ms},
-                      {"optimizer", e.sync_ms - e.stages.front().grad_sync_ms}}}});
-    if (stderr_is_tty()) std::cerr << "  " << name << " B=" << c.micro_batches << ": " << fixed(measured, 2) << " ms\n";
+    rows.push_back(report_row(c, trials[i], estimator::estimate(cost, cell, plan)));
+    errs.push_back(std::abs(rows.back()["error_pct"].get<double>()));
+    within += rows.back()["within_spread"].get<bool>() ? 1 : 0;
   }
-  const double med = median_of(errs), worst = *std::max_element(errs.begin(), errs.end());
-  if (vm.count("json")) {
-    std::cout << nlohmann::json{{"model", model.name}, {"compute_profile", profile_id}, {"comm_profile", comm_id},
-                                {"threads", threads}, {"rows", rows}, {"median_abs_error_pct", med},
-                                {"worst_abs_error_pct", worst}}.dump(2)
-              << "\n";
-  } else {
-    std::cout << "model " << model.name << " on the CPU, " << threads << " thread(s) per process; profiles "
-              << profile_id << " (compute) and " << comm_id << " (comm) in " << db_path << "\n";
-    t.print(std::cout);
-    std::cout << "median |error| " << fixed(med, 1) << "%, worst " << fixed(worst, 1) << "% over " << errs.size()
-              << " configurations\n";
-  }
-  if (vm.count("out")) {
-    std::ofstream f(out_md);
-    if (!f) throw InputError(out_md + ": cannot write");
-    f << "| config | processes | micro-batches | micro-batch size | measured ms | estimated ms | error % |"
-         " compute ms meas / est | gradient sync ms meas / est | optimizer ms meas / est |\n"
-         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    auto pair = [](const nlohmann::json& r, const char* part) {
-      return fixed(r["measured_breakdown_ms"][part], 1) + " / " + fixed(r["estimated_breakdown_ms"][part], 1);
-    };
-    for (const auto& r : rows)
-      f << "| " << r["config"].get<std::string>() << " | " << r["processes"] << " | " << r["micro_batches"] << " | "
-        << r["micro_batch_size"] << " | " << fixed(r["measured_ms"], 2) << " | " << fixed(r["estimated_ms"], 2)
-        << " | " << fixed(r["error_pct"], 1) << " | " << pair(r, "compute") << " | " << pair(r, "gradient_sync")
-        << " | " << pair(r, "optimizer") << " |\n";
-    f << "\nmedian |error| " << fixed(med, 1) << "%, worst " << fixed(worst, 1) << "%\n";
-  }
+  const json report = {
+      {"model", model.name},
+      {"compute_profile", s.profile_id},
+      {"comm_profile", s.comm_id},
+      {"db", s.db_path},
+      {"threads", s.threads},
+      {"trials", s.trials},
+      {"iterations", s.iterations},
+      {"rows", rows},
+      {"median_abs_error_pct", median_of(errs)},
+      {"worst_abs_error_pct", *std::max_element(errs.begin(), errs.end())},
+      {"within_spread_share", static_cast<double>(within) / static_cast<double>(rows.size())},
+      {"profile_layers", profile_layers_json(sel.compute)},
+      {"host", host_json(host, verdict)},
+      {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  if (vm.count("json")) std::cout << report.dump(2) << "\n";
+  else print_text(std::cout, report);
+  if (vm.count("json") && verdict.busy)
+    for (const auto& why : verdict.reasons) std::cerr << "warning: the host was busy: " << why << "\n";
+  if (vm.count("out")) write_markdown(out_md, report);
   return 0;
 }
 

@@ -55,7 +55,7 @@ std::vector<std::string> to_argv(const CommWorkerArgs& a) {
   return {"--backend", a.backend, "--rank", std::to_string(a.rank), "--local-ranks",
           std::to_string(a.local_ranks), "--world", std::to_string(a.world), "--store",
           a.store_dir, "--sizes", join_ints(a.sizes), "--collectives", join(a.collectives),
-          "--reps", std::to_string(a.repetitions), "--warmup", std::to_string(a.warmup), "--out",
+          "--reps", std::to_string(a.repetitions), "--warmup", std::to_string(a.warmup), "--passes", std::to_string(a.passes), "--out",
           a.out_path, "--progress", a.progress_path};
 }
 
@@ -79,10 +79,12 @@ CommWorkerArgs parse_worker_argv(const std::vector<std::string>& argv) {
     else if (k == "--collectives") { for (auto& s : detail::split(v, ',')) if (!s.empty()) a.collectives.emplace_back(s); }
     else if (k == "--reps") a.repetitions = static_cast<int>(num(k, v));
     else if (k == "--warmup") a.warmup = static_cast<int>(num(k, v));
+    else if (k == "--passes") a.passes = static_cast<int>(num(k, v));
     else if (k == "--out") a.out_path = v;
     else if (k == "--progress") a.progress_path = v;
     else throw InputError("comm worker: unknown option " + k);
   }
+  if (a.passes < 1 || a.passes > std::max(1, a.repetitions)) throw InputError("comm worker: --passes must be in 1..--reps");
   if (a.world < 1 || a.local_ranks < 1 || a.rank + a.local_ranks > a.world || a.out_path.empty() || a.store_dir.empty())
     throw InputError("comm worker: needs --world >= 1, --rank + --local-ranks <= --world, --store and --out");
   return a;
@@ -90,26 +92,38 @@ CommWorkerArgs parse_worker_argv(const std::vector<std::string>& argv) {
 
 int run_comm_worker(const CommWorkerArgs& args) {
   std::unique_ptr<Communicator> comm = make_communicator(args);
-  nlohmann::json results = nlohmann::json::array();
-  const size_t total = args.collectives.size() * args.sizes.size();
+  const size_t total = args.collectives.size() * args.sizes.size() * static_cast<size_t>(args.passes);
   size_t done = 0;
-  for (const std::string& coll : args.collectives) {
-    for (int64_t bytes : args.sizes) {
-      const int64_t moved = comm->prepare(coll, bytes);
-      std::vector<double> samples;
-      for (int r = 0; r < args.warmup + args.repetitions; ++r) {
-        comm->barrier();  // every rank starts each repetition together
-        const double us = comm->run_us();
-        if (r >= args.warmup) samples.push_back(us);
-      }
-      results.push_back({{"collective", coll}, {"bytes", moved}, {"samples_us", samples}});
-      ++done;
-      if (args.rank == 0 && !args.progress_path.empty()) {
-        std::ofstream p(args.progress_path, std::ios::app);
-        p << done << " " << total << " " << coll << " " << bytes << "\n";
+  // Pass p takes its share of every (collective, size)'s repetitions in turn.
+  std::vector<std::pair<std::string, int64_t>> keys;  // (collective, bytes moved), in order
+  std::vector<std::vector<double>> samples;
+  for (int pass = 0; pass < args.passes; ++pass) {
+    const int reps = (args.repetitions - pass + args.passes - 1) / args.passes;
+    size_t k = 0;
+    for (const std::string& coll : args.collectives) {
+      for (int64_t bytes : args.sizes) {
+        const int64_t moved = comm->prepare(coll, bytes);
+        if (pass == 0) {
+          keys.emplace_back(coll, moved);
+          samples.emplace_back();
+        }
+        for (int r = 0; r < args.warmup + reps; ++r) {
+          comm->barrier();  // every rank starts each repetition together
+          const double us = comm->run_us();
+          if (r >= args.warmup) samples[k].push_back(us);
+        }
+        ++k;
+        ++done;
+        if (args.rank == 0 && !args.progress_path.empty()) {
+          std::ofstream p(args.progress_path, std::ios::app);
+          p << done << " " << total << " " << coll << " " << bytes << "\n";
+        }
       }
     }
   }
+  nlohmann::json results = nlohmann::json::array();
+  for (size_t k = 0; k < keys.size(); ++k)
+    results.push_back({{"collective", keys[k].first}, {"bytes", keys[k].second}, {"samples_us", samples[k]}});
   comm->barrier();
   nlohmann::json out = {{"rank", args.rank},        {"local_ranks", args.local_ranks},
                         {"device_type", comm->device_type()}, {"timer", comm->timer()},
@@ -157,6 +171,7 @@ void check_options(const CommOptions& o) {
     throw InputError("--devices-per-process: gloo runs one process per rank");
   if (o.repetitions < 1 || o.repetitions > 100000) throw InputError("--reps must be in 1..100000");
   if (o.warmup < 0 || o.warmup > 100000) throw InputError("--warmup must be in 0..100000");
+  if (o.passes < 1 || o.passes > o.repetitions) throw InputError("--passes must be in 1..--reps");
   std::set<std::string> known(collective_names().begin(), collective_names().end());
   if (o.collectives.empty()) throw InputError("--collectives: give at least one");
   for (const auto& c : o.collectives)
@@ -214,6 +229,7 @@ ProfileRun profile_comm(const CommOptions& opt) {
     a.collectives = opt.collectives;
     a.repetitions = opt.repetitions;
     a.warmup = opt.warmup;
+    a.passes = opt.passes;
     a.out_path = outs[p] = (dir / ("rank" + std::to_string(a.rank) + ".json")).string();
     a.progress_path = progress;
     std::vector<std::string> argv = opt.worker_command;

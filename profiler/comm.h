@@ -30,6 +30,7 @@ struct CommOptions {
   std::vector<std::string> collectives = collective_names();
   int repetitions = 5;               // timed repetitions per size (median of the slowest rank)
   int warmup = 1;
+  int passes = 1;                    // interleaved passes over all (collective, size), as ComputeOptions
   std::string device_type;           // catalogue name; "" = "cpu" (gloo) or detected (nccl)
   // The worker's argv prefix (e.g. {"/proc/self/exe", "profile", "comm-worker"});
   // the launcher appends the worker arguments (to_argv).
@@ -47,7 +48,7 @@ struct CommWorkerArgs {
   std::string store_dir;   // rendezvous directory (file store, NCCL unique id)
   std::vector<int64_t> sizes;
   std::vector<std::string> collectives;
-  int repetitions = 5, warmup = 1;
+  int repetitions = 5, warmup = 1, passes = 1;
   std::string out_path;    // JSON results of this process
   std::string progress_path;  // rank 0 appends one line per finished measurement
 };

@@ -73,6 +73,7 @@ void check_options(const ComputeOptions& opt) {
     if (tp != 1 && tp != 2 && tp != 4 && tp != 8) bad("--tp: " + std::to_string(tp) + " is not 1, 2, 4 or 8");
   if (opt.repetitions < 1 || opt.repetitions > 100000) bad("--reps must be in 1..100000");
   if (opt.warmup < 0 || opt.warmup > 100000) bad("--warmup must be in 0..100000");
+  if (opt.passes < 1 || opt.passes > opt.repetitions) bad("--passes must be in 1..--reps");
   if (opt.threads < 0 || opt.threads > 4096) bad("--threads must be in 0..4096");
   if (opt.cache_flush_bytes < -1 || opt.cache_flush_bytes > (int64_t{64} << 30))
     bad("--cache-flush-mib must be in 0..65536 (or auto)");
@@ -124,15 +125,26 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   run.cache_flush_bytes =
       opt.cache_flush_bytes >= 0 ? opt.cache_flush_bytes : cache_flush_for(model, backend.cache_bytes());
   backend.set_cache_flush(run.cache_flush_bytes);
-  if (opt.progress) opt.progress(0, plan.size(), "memory bandwidth");
+  if (opt.progress) opt.progress(0, plan.size() * opt.passes, "memory bandwidth");
   run.mem_gbps = backend.memory_gbps();
+  // Pass p takes repetitions p, p + passes, ... of every measurement.
+  std::vector<LayerSamples> samples(plan.size());
+  for (int pass = 0; pass < opt.passes; ++pass) {
+    const int reps = (opt.repetitions - pass + opt.passes - 1) / opt.passes;
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const PlannedMeasurement& pm = plan[k];
+      if (opt.progress)
+        opt.progress(pass * plan.size() + k, plan.size() * opt.passes,
+                     model.layers[pm.layer_index].name + " tp" + std::to_string(pm.tp) + " mb" +
+                         std::to_string(pm.micro_batch));
+      const LayerSamples s = backend.time_layer(model, pm.layer_index, pm.tp, pm.micro_batch, opt.warmup, reps);
+      samples[k].fwd_ms.insert(samples[k].fwd_ms.end(), s.fwd_ms.begin(), s.fwd_ms.end());
+      samples[k].bwd_ms.insert(samples[k].bwd_ms.end(), s.bwd_ms.begin(), s.bwd_ms.end());
+    }
+  }
   for (size_t k = 0; k < plan.size(); ++k) {
     const PlannedMeasurement& pm = plan[k];
-    const LayerSpec& l = model.layers[pm.layer_index];
-    if (opt.progress)
-      opt.progress(k, plan.size(), l.name + " tp" + std::to_string(pm.tp) + " mb" + std::to_string(pm.micro_batch));
-    const LayerSamples s =
-        backend.time_layer(model, pm.layer_index, pm.tp, pm.micro_batch, opt.warmup, opt.repetitions);
+    const LayerSamples& s = samples[k];
     LayerProfile p = describe(model, pm.layer_index, pm.tp, pm.micro_batch);
     p.fwd_ms = median(s.fwd_ms);
     p.bwd_ms = median(s.bwd_ms);
@@ -141,7 +153,7 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
     p.repetitions = static_cast<int>(s.fwd_ms.size());
     run.layers.push_back(std::move(p));
   }
-  if (opt.progress) opt.progress(plan.size(), plan.size(), "");
+  if (opt.progress) opt.progress(plan.size() * opt.passes, plan.size() * opt.passes, "");
   return run;
 }
 

@@ -25,6 +25,11 @@ struct ComputeOptions {
   std::vector<int> tp_degrees = {1, 2, 4, 8};  // degrees a layer cannot split by are skipped
   int repetitions = 3;               // timed repetitions per measurement (median, IQR)
   int warmup = 1;                    // untimed repetitions before them
+  // Interleaved passes over all measurements: each pass takes its share of
+  // the repetitions of every measurement in turn, so a slow phase of the host
+  // spreads over all layers instead of landing on one. 1 = all repetitions of
+  // a measurement back to back.
+  int passes = 1;
   int threads = 0;                   // CPU threads (LibTorch and BLAS pools); 0 = their defaults
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
   // Bytes rewritten before each timed forward and backward so that every

@@ -114,7 +114,7 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
 #endif
   const fs::path md = dir_ / "table.md";
   const Result r = run({"validate", "--model", "gpt-tiny", "--iterations", "2", "--warmup", "1", "--repetitions",
-                        "2", "--db", db_, "--out", md.string(), "--json"});
+                        "2", "--trials", "2", "--db", db_, "--out", md.string(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["rows"].size(), 9u);
@@ -131,10 +131,47 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
     if (mode == "pp") EXPECT_NE(sums[0], sums[1]);  // two different stages
     const double est_sync = row["estimated_breakdown_ms"]["gradient_sync"];
     EXPECT_EQ(est_sync > 0, mode == "dp");
+    // Two trials each; the reported time is their median, inside their min-max.
+    const auto trials = row["trial_ms"].get<std::vector<double>>();
+    ASSERT_EQ(trials.size(), 2u);
+    const auto& sp = row["measured_spread_ms"];
+    EXPECT_EQ(sp["n"], 2);
+    EXPECT_LE(sp["min"].get<double>(), row["measured_ms"].get<double>());
+    EXPECT_GE(sp["max"].get<double>(), row["measured_ms"].get<double>());
+    EXPECT_DOUBLE_EQ(row["measured_ms"].get<double>(), (trials[0] + trials[1]) / 2);
+    const double est = row["estimated_ms"];
+    EXPECT_EQ(row["within_spread"].get<bool>(), est >= sp["min"].get<double>() && est <= sp["max"].get<double>());
+  }
+  EXPECT_EQ(j["trials"], 2);
+  EXPECT_GE(j["within_spread_share"].get<double>(), 0);
+  EXPECT_LE(j["within_spread_share"].get<double>(), 1);
+  // The host check: two rounds of trials -> calibration before each and after the last.
+  EXPECT_EQ(j["host"]["calibration_s"].size(), 3u);
+  EXPECT_TRUE(j["host"]["busy"].is_boolean());
+  EXPECT_GE(j["host"]["others_cpu_share"].get<double>(), 0);
+  // The profile's own spread beside each layer's time.
+  ASSERT_FALSE(j["profile_layers"].empty());
+  for (const auto& l : j["profile_layers"]) {
+    EXPECT_GT(l["fwd_ms"].get<double>(), 0);
+    EXPECT_GE(l["fwd_iqr_ms"].get<double>(), 0);
+    EXPECT_EQ(l["repetitions"], 2);
   }
   EXPECT_EQ(modes, (std::map<std::string, int>{{"dp", 3}, {"pp", 3}, {"single", 3}}));
   EXPECT_EQ(profiles(), 2);  // compute and comm
   EXPECT_NE(slurp(md).find("median |error|"), std::string::npos);
+  EXPECT_NE(slurp(md).find("min-max ms"), std::string::npos);
+}
+
+TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--trials", "0"}, {"--trials", "-3"}, {"--configs", "single,zz"}, {"--configs", ""},
+        {"--profile-passes", "0"}, {"--iterations", "0"}}) {
+    std::vector<std::string> argv{"validate", "--db", db_};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    const Result r = run(argv);
+    EXPECT_EQ(r.status, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(db_));  // nothing profiled, nothing stored
 }
 
 }  // namespace

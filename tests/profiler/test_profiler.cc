@@ -110,6 +110,29 @@ TEST(Plan, BadOptionsAreInputErrors) {
   EXPECT_THROW(make_compute_backend(o), InputError);
 }
 
+// Interleaved passes: every measurement gets its share of the repetitions in
+// each pass, in plan order, so a slow phase of the host lands on all of them.
+TEST(Plan, PassesInterleaveTheRepetitionsOfEveryMeasurement) {
+  ModelSpec m = model_by_name("gpt-tiny");
+  FakeBackend once, interleaved;
+  ComputeOptions o;
+  o.tp_degrees = {1};
+  o.micro_batches = {1};
+  o.repetitions = 7;
+  const ProfileRun a = profile_compute(once, m, o);
+  o.passes = 3;
+  const ProfileRun b = profile_compute(interleaved, m, o);
+  const size_t n = a.layers.size();
+  ASSERT_EQ(once.calls.size(), n);
+  ASSERT_EQ(interleaved.calls.size(), 3 * n);
+  for (size_t pass = 0; pass < 3; ++pass)
+    for (size_t k = 0; k < n; ++k) EXPECT_EQ(interleaved.calls[pass * n + k], once.calls[k]) << pass << " " << k;
+  ASSERT_EQ(b.layers.size(), n);
+  for (const auto& l : b.layers) EXPECT_EQ(l.repetitions, 7);  // 3 + 2 + 2
+  o.passes = 8;  // more passes than repetitions
+  EXPECT_THROW(profile_compute(interleaved, m, o), InputError);
+}
+
 TEST(Stats, MedianAndInterquartileRange) {
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
   EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
@@ -140,7 +163,10 @@ TEST(Comm, WorkerArgvRoundTripsAndBadOptionsFail) {
   a.sizes = {1024, 2048};
   a.collectives = {"all_reduce", "send_recv"};
   a.out_path = "/tmp/x/out";
+  a.repetitions = 6;
+  a.passes = 3;
   const CommWorkerArgs b = parse_worker_argv(to_argv(a));
+  EXPECT_EQ(b.passes, 3);
   EXPECT_EQ(b.rank, 1);
   EXPECT_EQ(b.sizes, a.sizes);
   EXPECT_EQ(b.collectives, a.collectives);
@@ -152,6 +178,10 @@ TEST(Comm, WorkerArgvRoundTripsAndBadOptionsFail) {
   o = CommOptions();
   o.worker_command = {"/bin/false"};
   o.backend = "mpi";
+  EXPECT_THROW(profile_comm(o), InputError);
+  o = CommOptions();
+  o.worker_command = {"/bin/false"};
+  o.passes = o.repetitions + 1;
   EXPECT_THROW(profile_comm(o), InputError);
   o = CommOptions();
   o.worker_command = {"/bin/false"};  // every worker fails: a failure, not a hang

@@ -1,0 +1,104 @@
+// `validate`'s trials without training: the interleaved order, the median and
+// spread of trials, and the busy-host check (on hand numbers and on a real
+// synthetic load).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "validate/trials.h"
+
+namespace cellsched::validate {
+namespace {
+
+TEST(Trials, RunRoundRobinAcrossConfigurations) {
+  const auto order = interleaved_order(3, 2);
+  const std::vector<std::pair<int, int>> want = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
+  EXPECT_EQ(order, want);
+  EXPECT_TRUE(interleaved_order(0, 5).empty());
+  // Never two trials of one configuration back to back when there are two or more.
+  const auto many = interleaved_order(9, 5);
+  ASSERT_EQ(many.size(), 45u);
+  for (size_t i = 1; i < many.size(); ++i) EXPECT_NE(many[i].second, many[i - 1].second);
+}
+
+TEST(Trials, MedianAndSpreadOnHandData) {
+  const Spread s = summarize({313, 442, 320});
+  EXPECT_DOUBLE_EQ(s.median, 320);
+  EXPECT_DOUBLE_EQ(s.min, 313);
+  EXPECT_DOUBLE_EQ(s.max, 442);
+  EXPECT_DOUBLE_EQ(s.q1, 316.5);  // between 313 and 320
+  EXPECT_DOUBLE_EQ(s.q3, 381);    // between 320 and 442
+  EXPECT_EQ(s.n, 3);
+  const Spread even = summarize({4, 1, 3, 2});
+  EXPECT_DOUBLE_EQ(even.median, 2.5);
+  EXPECT_DOUBLE_EQ(even.q1, 1.75);
+  EXPECT_DOUBLE_EQ(even.q3, 3.25);
+  EXPECT_EQ(summarize({}).n, 0);
+}
+
+HostObservation observed(double busy_s, double own_s, double total_s, std::vector<double> calib) {
+  HostObservation h;
+  h.cpus = 2;
+  h.end.machine_busy_s = busy_s;
+  h.end.machine_total_s = total_s;
+  h.end.own_s = own_s;
+  h.calibration_s = std::move(calib);
+  return h;
+}
+
+TEST(Host, JudgedOnOthersCpuShareAndCalibration) {
+  // 200 CPU-seconds in all, 150 busy of which 148 were ours: idle.
+  HostVerdict v = judge_host(observed(150, 148, 200, {0.05, 0.051, 0.052}));
+  EXPECT_FALSE(v.busy);
+  EXPECT_NEAR(v.others_cpu_share, 0.01, 1e-12);
+  EXPECT_TRUE(v.reasons.empty());
+  // Others took 40 of 200: busy, and said why.
+  v = judge_host(observed(190, 150, 200, {0.05, 0.05}));
+  EXPECT_TRUE(v.busy);
+  EXPECT_NEAR(v.others_cpu_share, 0.2, 1e-12);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_NE(v.reasons[0].find("20 %"), std::string::npos);
+  // A round whose calibration ran 30 % slower: busy even when the shares look fine.
+  v = judge_host(observed(150, 150, 200, {0.05, 0.065, 0.05}));
+  EXPECT_TRUE(v.busy);
+  EXPECT_NEAR(v.calibration_ratio, 1.3, 1e-9);
+}
+
+// A real synthetic load: a child process spinning on every CPU while the
+// clock runs is other work (it is not reaped, so it does not count as ours).
+TEST(Host, ASpinningProcessMakesTheHostBusy) {
+  const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  HostObservation h;
+  h.cpus = cpus;
+  h.start = read_cpu_clock();
+  std::vector<pid_t> kids;
+  for (int i = 0; i < cpus; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      volatile unsigned long x = 0;
+      for (;;) x = x + 1;
+    }
+    kids.push_back(pid);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  h.end = read_cpu_clock();
+  for (pid_t p : kids) kill(p, SIGKILL);
+  for (pid_t p : kids) waitpid(p, nullptr, 0);
+  const HostVerdict v = judge_host(h);
+  EXPECT_TRUE(v.busy) << "others' share " << v.others_cpu_share;
+  EXPECT_GT(v.others_cpu_share, 0.3);
+}
+
+TEST(Host, CalibrationTakesTimeOnEveryCpu) {
+  const double s = calibration_s(2);
+  EXPECT_GT(s, 0);
+  EXPECT_LT(s, 10);
+}
+
+}  // namespace
+}  // namespace cellsched::validate

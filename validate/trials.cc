@@ -1,0 +1,106 @@
+#include "validate/trials.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace cellsched::validate {
+
+std::vector<std::pair<int, int>> interleaved_order(int configs, int trials) {
+  std::vector<std::pair<int, int>> order;
+  for (int t = 0; t < trials; ++t)
+    for (int c = 0; c < configs; ++c) order.emplace_back(t, c);
+  return order;
+}
+
+namespace {
+
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+
+}  // namespace
+
+Spread summarize(std::vector<double> v) {
+  Spread s;
+  s.n = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = quantile(v, 0.5);
+  s.q1 = quantile(v, 0.25);
+  s.q3 = quantile(v, 0.75);
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+CpuClock read_cpu_clock() {
+  CpuClock c;
+  std::ifstream f("/proc/stat");
+  std::string line;
+  if (std::getline(f, line) && line.rfind("cpu ", 0) == 0) {
+    std::istringstream in(line.substr(4));
+    // user nice system idle iowait irq softirq steal (guest is inside user)
+    double v[8] = {};
+    for (double& x : v) in >> x;
+    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const double idle = v[3] + v[4];
+    const double busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    c.machine_busy_s = busy / tick;
+    c.machine_total_s = (busy + idle) / tick;
+  }
+  rusage self{}, kids{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &kids);
+  c.own_s = seconds(self.ru_utime) + seconds(self.ru_stime) + seconds(kids.ru_utime) + seconds(kids.ru_stime);
+  return c;
+}
+
+double calibration_s(int cpus) {
+  cpus = std::max(1, cpus);
+  std::vector<double> took(static_cast<size_t>(cpus), 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cpus; ++i)
+    threads.emplace_back([&took, i] {
+      const auto t0 = std::chrono::steady_clock::now();
+      volatile double x = 1.0;  // a dependent chain the compiler cannot fold
+      for (int k = 0; k < 20'000'000; ++k) x = x * 1.0000001 + 1e-9;
+      took[static_cast<size_t>(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+  for (auto& t : threads) t.join();
+  return *std::max_element(took.begin(), took.end());
+}
+
+HostVerdict judge_host(const HostObservation& h) {
+  HostVerdict v;
+  const double total = h.end.machine_total_s - h.start.machine_total_s;
+  const double busy = h.end.machine_busy_s - h.start.machine_busy_s;
+  const double own = h.end.own_s - h.start.own_s;
+  if (total > 0) v.others_cpu_share = std::clamp((busy - own) / total, 0.0, 1.0);
+  if (v.others_cpu_share > 0.10)
+    v.reasons.push_back("other processes took " + std::to_string(static_cast<int>(std::lround(v.others_cpu_share * 100))) +
+                        " % of the CPU time during the run");
+  if (h.calibration_s.size() >= 2) {
+    const auto [lo, hi] = std::minmax_element(h.calibration_s.begin(), h.calibration_s.end());
+    if (*lo > 0) v.calibration_ratio = *hi / *lo;
+    if (v.calibration_ratio > 1.15)
+      v.reasons.push_back("the calibration loop ran " +
+                          std::to_string(static_cast<int>(std::lround((v.calibration_ratio - 1) * 100))) +
+                          " % slower in one round than in another");
+  }
+  v.busy = !v.reasons.empty();
+  return v;
+}
+
+}  // namespace cellsched::validate

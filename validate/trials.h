@@ -1,0 +1,58 @@
+// Repeated, interleaved trials for `cellsched validate`, and the check of
+// whether the host was busy while they ran. Plain functions; no LibTorch.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cellsched::validate {
+
+// The order in which `trials` trials of `configs` configurations run:
+// round-robin (trial 0 of every configuration, then trial 1, ...), so a slow
+// phase of the host spreads over all configurations instead of landing on one.
+// Each entry is (trial, configuration).
+std::vector<std::pair<int, int>> interleaved_order(int configs, int trials);
+
+// A sample's median and spread (quartiles by linear interpolation between
+// order statistics; min and max).
+struct Spread {
+  double median = 0, q1 = 0, q3 = 0, min = 0, max = 0;
+  int n = 0;
+};
+Spread summarize(std::vector<double> samples);
+
+// CPU time of the whole machine and of this process with its waited-for
+// children, in seconds, read from /proc/stat and getrusage.
+struct CpuClock {
+  double machine_busy_s = 0, machine_total_s = 0;  // summed over CPUs
+  double own_s = 0;                                // this process and its reaped children
+};
+CpuClock read_cpu_clock();
+
+// Seconds of a fixed arithmetic loop run on every CPU at once (the slowest
+// thread): a host whose other work takes CPUs from the runs makes it slower.
+double calibration_s(int cpus);
+
+// What was seen of the host around a validation run.
+struct HostObservation {
+  int cpus = 1;
+  double load_at_start = 0;           // 1-minute load average before anything ran
+  CpuClock start, end;                // around the whole run
+  std::vector<double> calibration_s;  // before each round of trials
+};
+
+struct HostVerdict {
+  bool busy = false;
+  double others_cpu_share = 0;    // of the machine's CPU time, taken by other processes
+  double calibration_ratio = 1;   // slowest / fastest calibration
+  std::vector<std::string> reasons;  // empty when idle
+};
+
+// Busy when other processes took more than 10 % of the machine's CPU time
+// during the run, or when the calibration loop's slowest round was more than
+// 15 % slower than its fastest. The load average is reported, not judged: it
+// trails by a minute, so it still counts a previous run of validate itself.
+HostVerdict judge_host(const HostObservation& h);
+
+}  // namespace cellsched::validate
