@@ -6,33 +6,40 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.h"
+#include "db/store.h"
 #include "scheduler/policy.h"
 
 namespace cellsched::cli {
 
-const std::vector<Verb>& verbs() {
-  static const std::vector<Verb> v = {
-      {"simulate", "replay a trace on a cluster under one or more policies", cmd_simulate},
-      {"schedule", "write the offline schedule of one policy (JSON, CSV, Gantt chart)", cmd_schedule},
-      {"sweep", "average JCT against input load over generated traces, with plots", cmd_sweep},
-      {"trace", "generate, inspect or convert job traces", cmd_trace},
-      {"cluster", "show a cluster (YAML node list, PAI machine list or shorthand)", cmd_cluster},
-      {"gpus", "list the built-in GPU catalogue", cmd_gpus},
-      {"db", "list and show stored runs", cmd_db},
-      {"profile", "profile a model's compute per layer and communication per collective", cmd_profile},
-      {"estimate", "estimate a cell's iteration time, throughput and memory under a parallel plan", cmd_estimate},
-      {"tune", "find the best parallel plan of a cell (or of every cell) and store it", cmd_tune},
-      {"validate", "compare estimates with real CPU training runs (DP, pipeline, single process)", cmd_validate},
-      {"run", "run the scheduler online against a node list (long-lived)", cmd_run},
-      {"submit", "submit a training job to the online runner", cmd_submit},
-      {"status", "jobs, copies, nodes and rounds of the online runner", cmd_status},
-      {"cancel", "cancel a job of the online runner", cmd_cancel},
-  };
-  return v;
+int run_verb(const Verb& v, const std::vector<std::string>& args) {
+  try {
+    return v.run(args);
+  } catch (const InputError& e) {
+    std::cerr << "cellsched " << v.name << ": " << e.what() << "\n";
+    return 2;
+  } catch (const po::error& e) {
+    std::cerr << "cellsched " << v.name << ": " << e.what() << " (see --help)\n";
+    return 2;
+  } catch (const db::StoreError& e) {
+    std::cerr << "cellsched " << v.name << ": database: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "cellsched " << v.name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+void write_maps_if_asked() {
+  const char* out = std::getenv("CELLSCHED_MAPS_OUT");
+  if (!out || !*out) return;
+  std::ifstream in("/proc/self/maps");
+  std::ofstream f(out, std::ios::app);
+  f << in.rdbuf();
 }
 
 bool parse(const std::string& usage, const std::vector<std::string>& args,

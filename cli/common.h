@@ -19,7 +19,22 @@ struct Verb {
   int (*run)(const std::vector<std::string>& args);
 };
 
-const std::vector<Verb>& verbs();
+// Runs a verb with the shared error handling: InputError and bad usage print
+// "cellsched VERB: ..." and give 2, other errors 1.
+int run_verb(const Verb& v, const std::vector<std::string>& args);
+
+// With CELLSCHED_MAPS_OUT=FILE in the environment, appends the process's
+// memory map (/proc/self/maps) to FILE: how the tests check which libraries
+// a verb loaded. Called by both executables just before they exit.
+void write_maps_if_asked();
+
+// The verbs that need LibTorch or the CUDA libraries (profile, validate) live
+// in a second executable, cellsched-torch, beside this one (or at
+// $CELLSCHED_TORCH). This replaces the process with it (same verb, same
+// arguments); when it is missing, says so and returns 1.
+int exec_torch_helper(const std::string& verb, const std::vector<std::string>& args);
+// Path of that executable ("" when it is not there).
+std::string torch_helper_path();
 
 // Parses `args` against `options` (+ positional), prints help and returns
 // false when --help was given. Throws InputError on bad usage.

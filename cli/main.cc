@@ -1,27 +1,48 @@
-// cellsched: heterogeneity-aware scheduling of deep-learning training.
+// cellsched: heterogeneity-aware scheduling of deep-learning training. This
+// executable loads no device library: profile and validate run in
+// cellsched-torch (cli/torch_main.cc), which it starts in its place.
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/common.h"
-#include "core/error.h"
-#include "db/store.h"
 
+namespace cellsched::cli {
 namespace {
+
+int cmd_profile_via_helper(const std::vector<std::string>& args) { return exec_torch_helper("profile", args); }
+int cmd_validate_via_helper(const std::vector<std::string>& args) { return exec_torch_helper("validate", args); }
+
+const std::vector<Verb>& verbs() {
+  static const std::vector<Verb> v = {
+      {"simulate", "replay a trace on a cluster under one or more policies", cmd_simulate},
+      {"schedule", "write the offline schedule of one policy (JSON, CSV, Gantt chart)", cmd_schedule},
+      {"sweep", "average JCT against input load over generated traces, with plots", cmd_sweep},
+      {"trace", "generate, inspect or convert job traces", cmd_trace},
+      {"cluster", "show a cluster (YAML node list, PAI machine list or shorthand)", cmd_cluster},
+      {"gpus", "list the built-in GPU catalogue", cmd_gpus},
+      {"db", "list and show stored runs", cmd_db},
+      {"profile", "profile a model's compute per layer and communication per collective", cmd_profile_via_helper},
+      {"estimate", "estimate a cell's iteration time, throughput and memory under a parallel plan", cmd_estimate},
+      {"tune", "find the best parallel plan of a cell (or of every cell) and store it", cmd_tune},
+      {"validate", "compare estimates with real CPU training runs (DP, pipeline, single process)",
+       cmd_validate_via_helper},
+      {"run", "run the scheduler online against a node list (long-lived)", cmd_run},
+      {"submit", "submit a training job to the online runner", cmd_submit},
+      {"status", "jobs, copies, nodes and rounds of the online runner", cmd_status},
+      {"cancel", "cancel a job of the online runner", cmd_cancel},
+  };
+  return v;
+}
 
 void usage(std::ostream& out) {
   out << "usage: cellsched <verb> [options]   (cellsched <verb> --help for details)\n\nverbs:\n";
-  for (const auto& v : cellsched::cli::verbs()) {
-    out << "  " << v.name << std::string(12 - std::strlen(v.name), ' ') << v.summary << "\n";
-  }
+  for (const auto& v : verbs()) out << "  " << v.name << std::string(12 - std::strlen(v.name), ' ') << v.summary << "\n";
   out << "\nexit status: 0 ok, 1 failure, 2 bad usage or bad input\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+int dispatch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     usage(std::cout);
     return args.empty() ? 2 : 0;
@@ -30,25 +51,18 @@ int main(int argc, char** argv) {
     std::cout << "cellsched " << CELLSCHED_VERSION << "\n";
     return 0;
   }
-  for (const auto& v : cellsched::cli::verbs()) {
-    if (args[0] != v.name) continue;
-    try {
-      return v.run(std::vector<std::string>(args.begin() + 1, args.end()));
-    } catch (const cellsched::InputError& e) {
-      std::cerr << "cellsched " << v.name << ": " << e.what() << "\n";
-      return 2;
-    } catch (const boost::program_options::error& e) {
-      std::cerr << "cellsched " << v.name << ": " << e.what() << " (see --help)\n";
-      return 2;
-    } catch (const cellsched::db::StoreError& e) {
-      std::cerr << "cellsched " << v.name << ": database: " << e.what() << "\n";
-      return 1;
-    } catch (const std::exception& e) {
-      std::cerr << "cellsched " << v.name << ": error: " << e.what() << "\n";
-      return 1;
-    }
-  }
+  for (const auto& v : verbs())
+    if (args[0] == v.name) return run_verb(v, std::vector<std::string>(args.begin() + 1, args.end()));
   std::cerr << "cellsched: unknown verb '" << args[0] << "'\n";
   usage(std::cerr);
   return 2;
+}
+
+}  // namespace
+}  // namespace cellsched::cli
+
+int main(int argc, char** argv) {
+  const int rc = cellsched::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  cellsched::cli::write_maps_if_asked();
+  return rc;
 }

@@ -135,10 +135,9 @@ int cmd_run(const std::vector<std::string>& args) {
     table = load_gavel_throughputs(throughputs);
     base = std::make_unique<TableOracle>(*table);
   }
+  // Averaging runs in cellsched-torch, so this process loads no LibTorch.
   std::unique_ptr<runner::CheckpointAverager> averager;
-#if defined(CELLSCHED_HAVE_TORCH)
-  averager = runner::make_torch_averager();
-#endif
+  if (const std::string helper = torch_helper_path(); !helper.empty()) averager = runner::make_process_averager(helper);
   db::OnlineStore store = db::OnlineStore::open(db_path);
   o.work_dir = work_dir;
   o.stop = &g_stop;

@@ -23,7 +23,14 @@ class CheckpointAverager {
 };
 
 // LibTorch (torch::pickle_load / pickle_save: the files torch.save writes and
-// torch.load reads); null when this build has no LibTorch.
+// torch.load reads); null when this build has no LibTorch. Only
+// cellsched-torch links it.
 std::unique_ptr<CheckpointAverager> make_torch_averager();
+
+// The same averaging in a child process, `helper average --out OUT --weights
+// W,... IN...` (helper = the path of cellsched-torch), so that the runner's
+// process loads no LibTorch. Throws std::runtime_error with the helper's
+// message when it fails.
+std::unique_ptr<CheckpointAverager> make_process_averager(const std::string& helper);
 
 }  // namespace cellsched::runner

@@ -275,3 +275,43 @@ TEST_F(Cli, FromATinyProfileToASchedule) {
 }
 
 }  // namespace
+
+namespace {
+
+// The device libraries a scheduling verb must not load (issue 14).
+const char* const kDeviceLibs[] = {"libtorch", "libc10", "libcudart", "libcupti", "libnccl", "libgloo", "libcuda."};
+
+class Startup : public Cli {
+ protected:
+  // Runs `args` with CELLSCHED_MAPS_OUT set; returns the process's /proc/self/maps at exit.
+  std::string maps_of(std::vector<std::string> args) {
+    const fs::path maps = dir_ / "maps.txt";
+    fs::remove(maps);
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    const Result r = cellsched::testing::run_in(args, dir_, "maps", {"CELLSCHED_MAPS_OUT=" + maps.string()});
+    EXPECT_EQ(r.status, 0) << args[1] << ": " << r.err;
+    return slurp(maps);
+  }
+};
+
+TEST_F(Startup, NonGpuVerbsMapNoDeviceLibrary) {
+  const std::string trace = (dir_ / "t.csv").string();
+  const std::vector<std::vector<std::string>> verbs = {
+      {"--help"},
+      {"gpus"},
+      {"cluster", "v100:2,k80:2"},
+      {"trace", "generate", "--jobs", "5", "--seed", "1", "--out", trace},
+      {"simulate", "--trace", trace, "--cluster", "v100:4,p100:4,k80:4", "--policy", "fifo,gavel,hadar", "--no-db"},
+      {"submit", "--db", db(), "--iterations", "5", "--", "/bin/true"},
+      {"status", "--db", db()},
+      {"cancel", "--db", db(), "1"},
+      {"db", "runs", "--db", db()},
+  };
+  for (const auto& v : verbs) {
+    const std::string maps = maps_of(v);
+    ASSERT_NE(maps.find("libc"), std::string::npos) << v[0] << ": no map was written";
+    for (const char* lib : kDeviceLibs) EXPECT_EQ(maps.find(lib), std::string::npos) << v[0] << " maps " << lib;
+  }
+}
+
+}  // namespace

@@ -162,6 +162,25 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
   EXPECT_NE(slurp(md).find("min-max ms"), std::string::npos);
 }
 
+// `cellsched profile` runs in cellsched-torch: the boundary is real, and the
+// profiler's process is the one that loads LibTorch.
+TEST_F(ProfileCli, ProfileRunsInTheTorchHelper) {
+  const fs::path maps = dir_ / "maps.txt";
+  const Result r = cellsched::testing::run_in({CELLSCHED_BINARY, "profile", "--help"}, dir_, "maps",
+                                              {"CELLSCHED_MAPS_OUT=" + maps.string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string m = slurp(maps);
+  EXPECT_NE(m.find("cellsched-torch"), std::string::npos);
+#ifdef CELLSCHED_TEST_TORCH
+  EXPECT_NE(m.find("libtorch"), std::string::npos);
+#endif
+  // Without the helper, a clear message and exit 1 (not a crash).
+  const Result missing = cellsched::testing::run_in({CELLSCHED_BINARY, "profile", "--help"}, dir_, "miss",
+                                                    {"CELLSCHED_TORCH=/nonexistent/cellsched-torch"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("cellsched-torch"), std::string::npos) << missing.err;
+}
+
 TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--trials", "0"}, {"--trials", "-3"}, {"--configs", "single,zz"}, {"--configs", ""},
