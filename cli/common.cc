@@ -34,6 +34,12 @@ int run_verb(const Verb& v, const std::vector<std::string>& args) {
   }
 }
 
+int run_main(int argc, char** argv, int (*dispatch)(const std::vector<std::string>&)) {
+  const int rc = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  write_maps_if_asked();
+  return rc;
+}
+
 void write_maps_if_asked() {
   const char* out = std::getenv("CELLSCHED_MAPS_OUT");
   if (!out || !*out) return;

@@ -27,6 +27,8 @@ int run_verb(const Verb& v, const std::vector<std::string>& args);
 // memory map (/proc/self/maps) to FILE: how the tests check which libraries
 // a verb loaded. Called by both executables just before they exit.
 void write_maps_if_asked();
+// main() of both executables: dispatch(argv[1..]), then write_maps_if_asked().
+int run_main(int argc, char** argv, int (*dispatch)(const std::vector<std::string>&));
 
 // The verbs that need LibTorch or the CUDA libraries (profile, validate) live
 // in a second executable, cellsched-torch, beside this one (or at

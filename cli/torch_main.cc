@@ -31,8 +31,4 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace cellsched::cli
 
-int main(int argc, char** argv) {
-  const int rc = cellsched::cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
-  cellsched::cli::write_maps_if_asked();
-  return rc;
-}
+int main(int argc, char** argv) { return cellsched::cli::run_main(argc, argv, cellsched::cli::dispatch); }
