@@ -1,5 +1,6 @@
 #include "cli/inputs.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/gpu.h"
@@ -15,9 +16,11 @@ namespace cellsched::cli {
 
 void add_replay_options(po::options_description& opt, ReplayArgs& a) {
   opt.add_options()
-      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, legacy TSV, Philly CSV, own CSV)")
-      ("format", po::value(&a.format)->default_value("auto"), "trace format: auto|gavel|gavel-legacy|philly|csv")
-      ("cluster", po::value(&a.cluster_spec)->required(), "cluster: YAML node list, PAI machine CSV, or shorthand v100:36,p100:36,k80:36")
+      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, Philly, Tiresias, Crius/Arena, Pollux, Alibaba 2023 pods, own CSV)")
+      ("format", po::value(&a.format)->default_value("auto"), kTraceFormatHelp)
+      ("cluster", po::value(&a.cluster_spec)->required(), "cluster: YAML node list, PAI 2020 machine CSV, Alibaba 2023 node CSV, or shorthand v100:36,p100:36,k80:36")
+      ("model-map", po::value(&a.model_map), kModelMapHelp)
+      ("gpu-map", po::value(&a.gpu_map), kGpuMapHelp)
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
       ("seed", po::value(&a.seed)->default_value(0), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&a.ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
@@ -34,7 +37,9 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
 
 ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ReplayInputs in;
-  in.cluster = load_cluster(a.cluster_spec);
+  const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
+                                         : parse_name_map(a.gpu_map, "--gpu-map");
+  in.cluster = load_cluster(a.cluster_spec, gpu_map);
   if (a.oracle == "cells") {
     if (a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db))
       throw InputError(a.cells_db + ": no such database (profile the models first: cellsched profile compute --model M --db " + a.cells_db + ")");
@@ -63,6 +68,8 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ro.seed = a.seed;
   ro.reference_gpu = a.ref_gpu;
   ro.limit = a.limit;
+  ro.gpu_map = gpu_map;
+  if (!a.model_map.empty()) ro.model_map = parse_name_map(a.model_map, "--model-map");
   if (!a.model_mix.empty()) {
     ro.model_mix = parse_model_mix(a.model_mix);
     const ThroughputOracle* oracle = in.oracle.get();
@@ -78,6 +85,10 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   }
   in.trace = load_trace(a.trace_path, ro);
   if (!in.oracle) in.oracle = std::make_unique<TableOracle>(in.table);
+  // Jobs limited to some GPU types (Alibaba's gpu_spec) see 0 elsewhere.
+  if (std::any_of(in.trace.jobs.begin(), in.trace.jobs.end(),
+                  [](const Job& j) { return !j.gpu_types.empty(); }))
+    in.oracle = std::make_unique<TypeRestrictedOracle>(std::move(in.oracle));
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;

@@ -24,6 +24,8 @@ struct ReplayArgs {
   std::string oracle = "table";  // "table" (measured throughputs) or "cells" (tuned cells)
   std::string cells_db;          // profiles and cell estimates (cells)
   std::string model_mix;         // Philly import onto zoo models (cells)
+  std::string model_map;         // Tiresias/Pollux names -> job types
+  std::string gpu_map;           // Alibaba 2023 GPU models -> catalogue types
 };
 
 // --trace --format --cluster --throughputs --seed --reference-gpu --limit

@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <ostream>
 
 #include "core/error.h"
 #include "core/parse_util.h"
+#include "core/trace_read.h"
 
 namespace cellsched {
 
@@ -24,40 +24,7 @@ namespace {
 
 using detail::trim;
 
-struct Ctx {
-  const std::string& path;
-  long line;
-  [[noreturn]] void fail(const std::string& what) const { fail_input(path, line, what); }
-
-  double number(std::string_view field, const char* name) const {
-    const auto v = detail::to_double(field);
-    if (!v) fail(std::string(name) + " must be a number, got '" + std::string(trim(field)) + "'");
-    return *v;
-  }
-  double non_negative(std::string_view field, const char* name) const {
-    const double v = number(field, name);
-    if (v < 0) fail(std::string(name) + " must not be negative, got '" + std::string(trim(field)) + "'");
-    return v;
-  }
-  double positive(std::string_view field, const char* name) const {
-    const double v = number(field, name);
-    if (v <= 0) fail(std::string(name) + " must be positive, got '" + std::string(trim(field)) + "'");
-    return v;
-  }
-  int positive_int(std::string_view field, const char* name) const {
-    const auto v = detail::to_int(field);
-    if (!v) fail(std::string(name) + " must be an integer, got '" + std::string(trim(field)) + "'");
-    if (*v <= 0 || *v > 1000000)
-      fail(std::string(name) + " must be a positive integer, got '" + std::string(trim(field)) + "'");
-    return static_cast<int>(*v);
-  }
-  int non_negative_int(std::string_view field, const char* name) const {
-    const auto v = detail::to_int(field);
-    if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
-      fail(std::string(name) + " must be a non-negative integer, got '" + std::string(trim(field)) + "'");
-    return static_cast<int>(*v);
-  }
-};
+using detail::Ctx;
 
 std::vector<std::string> split_argv(std::string_view s) {
   std::vector<std::string> argv;
@@ -182,18 +149,6 @@ bool parse_timestamp(std::string_view s, int64_t& out) {
   return true;
 }
 
-// Job types with a positive throughput at each scale factor on `gpu`.
-std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
-                                                       const std::string& gpu) {
-  std::map<int, std::vector<std::string>> by_sf;
-  for (const auto& type : table.job_types())
-    for (int sf : table.scale_factors(gpu, type)) {
-      const auto v = table.get(gpu, type, sf);
-      if (v && *v > 0) by_sf[sf].push_back(type);  // job_types() is sorted
-    }
-  return by_sf;
-}
-
 void read_philly(const std::string& path, const std::vector<std::string_view>& lines,
                  const TraceReadOptions& options, Trace& t) {
   const bool mix = !options.model_mix.empty();
@@ -204,7 +159,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
   double mix_total = 0;
   for (const auto& m : options.model_mix) mix_total += m.weight;
   const auto by_sf = mix ? std::map<int, std::vector<std::string>>{{1, {""}}}
-                         : types_by_scale(*options.table, options.reference_gpu);
+                         : detail::types_by_scale(*options.table, options.reference_gpu);
   if (by_sf.empty())
     fail_input(path, 0,
                "the throughput table has no job type measured on '" + options.reference_gpu + "'");
@@ -320,55 +275,13 @@ namespace {
 
 const char* const kCsvHeader =
     "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command";
-
-// RFC 4180 fields of one line (no embedded newlines). False on a bad quote.
-bool split_csv(std::string_view line, std::vector<std::string>& out, std::string& err) {
-  out.clear();
-  size_t i = 0;
-  while (true) {
-    std::string field;
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            field.push_back('"');
-            i += 2;
-          } else {
-            closed = true;
-            ++i;
-            break;
-          }
-        } else {
-          field.push_back(line[i++]);
-        }
-      }
-      if (!closed) {
-        err = "unterminated quoted field";
-        return false;
-      }
-      if (i < line.size() && line[i] != ',') {
-        err = "unexpected character after a quoted field";
-        return false;
-      }
-    } else {
-      while (i < line.size() && line[i] != ',') {
-        if (line[i] == '"') {
-          err = "quote inside an unquoted field";
-          return false;
-        }
-        field.push_back(line[i++]);
-      }
-    }
-    out.push_back(std::move(field));
-    if (i >= line.size()) return true;
-    ++i;  // the comma
-  }
-}
+// Two optional trailing columns: the trace's own job name and the GPU types
+// the job may use ('|'-joined); written only when some job has them.
+const char* const kCsvExtra = ",name,gpu_types";
 
 void read_csv(const std::string& path, const std::vector<std::string_view>& lines, Trace& t) {
-  const auto header_fields = detail::split(kCsvHeader, ',');
+  const std::string extended = std::string(kCsvHeader) + kCsvExtra;
+  auto header_fields = detail::split(kCsvHeader, ',');
   long line_no = 0;
   bool header = false;
   std::vector<std::string> f;
@@ -377,11 +290,12 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     ++line_no;
     if (trim(line).empty()) continue;
     Ctx c{path, line_no};
-    if (!split_csv(line, f, err)) c.fail(err);
+    if (!detail::split_csv(line, f, err)) c.fail(err);
     if (!header) {
-      bool ok = f.size() == header_fields.size();
-      for (size_t i = 0; ok && i < f.size(); ++i) ok = trim(f[i]) == header_fields[i];
-      if (!ok) c.fail(std::string("expected the header '") + kCsvHeader + "'");
+      if (detail::header_is(line, extended)) header_fields = detail::split(extended, ',');
+      else if (!detail::header_is(line, kCsvHeader))
+        c.fail(std::string("expected the header '") + kCsvHeader + "' (optionally followed by '" +
+               (kCsvExtra + 1) + "')");
       header = true;
       continue;
     }
@@ -405,6 +319,11 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     j.duration_hint_s = blank(f[9]) ? -1.0 : c.number(f[9], "duration_s");
     if (j.duration_hint_s < 0) j.duration_hint_s = -1;
     j.command = split_argv(f[10]);
+    if (f.size() > 11) {
+      j.name = f[11];
+      for (std::string_view g : detail::split(f[12], '|'))
+        if (!trim(g).empty()) j.gpu_types.emplace_back(trim(g));
+    }
     t.jobs.push_back(std::move(j));
   }
   if (!header) fail_input(path, 0, "empty file");
@@ -428,6 +347,7 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
     ++line_no;
     if (trim(line).empty()) continue;
     const std::string_view l = trim(line);
+    if (const TraceFormat f = detail::field_format_of_header(l); f != TraceFormat::Auto) return f;
     if (l.substr(0, 18) == "timestamp,duration") return TraceFormat::Philly;
     if (l.substr(0, 12) == "id,arrival_s") return TraceFormat::Csv;
     if (line.find('\t') != std::string_view::npos) {
@@ -439,8 +359,11 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
                      " tab-separated fields (Gavel traces have 10, legacy ones 7)");
     }
     fail_input(path, line_no,
-               "cannot tell the trace format: expected a header 'id,arrival_s,...' (cellsched "
-               "CSV) or 'timestamp,duration,...' (Philly), or a tab-separated Gavel trace");
+               "cannot tell the trace format from the header '" + std::string(l.substr(0, 120)) +
+                   "': expected cellsched CSV (id,arrival_s,...), Philly (timestamp,duration,...), "
+                   "Tiresias (job_id,num_gpu,...), Crius (job_id,submission_time,...), Pollux "
+                   "(name,time,application,...), Alibaba 2023 pods (name,cpu_milli,...), or a "
+                   "tab-separated Gavel trace; --format names it");
   }
   fail_input(path, 0, "empty file: cannot tell the trace format");
 }
@@ -454,8 +377,13 @@ TraceFormat parse_trace_format(const std::string& name) {
   if (n == "gavel-legacy") return TraceFormat::GavelLegacy;
   if (n == "philly") return TraceFormat::Philly;
   if (n == "csv") return TraceFormat::Csv;
+  if (n == "tiresias") return TraceFormat::Tiresias;
+  if (n == "crius" || n == "arena") return TraceFormat::Crius;
+  if (n == "pollux") return TraceFormat::Pollux;
+  if (n == "alibaba-pods" || n == "alibaba-2023") return TraceFormat::AlibabaPods;
   throw InputError("unknown trace format '" + name +
-                   "' (known: auto, gavel, gavel-legacy, philly, csv)");
+                   "' (known: auto, gavel, gavel-legacy, philly, csv, tiresias, crius, pollux, "
+                   "alibaba-pods)");
 }
 
 std::string to_string(TraceFormat format) {
@@ -465,13 +393,19 @@ std::string to_string(TraceFormat format) {
     case TraceFormat::GavelLegacy: return "gavel-legacy";
     case TraceFormat::Philly: return "philly";
     case TraceFormat::Csv: return "csv";
+    case TraceFormat::Tiresias: return "tiresias";
+    case TraceFormat::Crius: return "crius";
+    case TraceFormat::Pollux: return "pollux";
+    case TraceFormat::AlibabaPods: return "alibaba-pods";
   }
   return "auto";
 }
 
 Trace load_trace(const std::string& path, const TraceReadOptions& options) {
   const std::string text = detail::read_file(path);
-  const auto lines = detail::split_lines(text);
+  std::string_view body = text;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM
+  const auto lines = detail::split_lines(body);
   TraceFormat format = options.format;
   if (format == TraceFormat::Auto) format = detect(path, lines);
   Trace t;
@@ -483,6 +417,10 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
     case TraceFormat::GavelLegacy: read_gavel(path, lines, true, options, t); break;
     case TraceFormat::Philly: read_philly(path, lines, options, t); break;
     case TraceFormat::Csv: read_csv(path, lines, t); break;
+    case TraceFormat::Tiresias: detail::read_tiresias(path, lines, options, t); break;
+    case TraceFormat::Crius: detail::read_crius(path, lines, options, t); break;
+    case TraceFormat::Pollux: detail::read_pollux(path, lines, options, t); break;
+    case TraceFormat::AlibabaPods: detail::read_alibaba_pods(path, lines, options, t); break;
     case TraceFormat::Auto: break;
   }
   finish(t, options.limit);
@@ -490,7 +428,10 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
 }
 
 void write_trace_csv(const Trace& trace, std::ostream& out) {
-  out << kCsvHeader << '\n';
+  const bool extra = std::any_of(trace.jobs.begin(), trace.jobs.end(), [](const Job& j) {
+    return !j.name.empty() || !j.gpu_types.empty();
+  });
+  out << kCsvHeader << (extra ? kCsvExtra : "") << '\n';
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
     const Job& j = trace.jobs[i];
     out << j.id << ',' << detail::format_double(j.arrival_s) << ',' << csv_field(j.job_type) << ','
@@ -499,7 +440,13 @@ void write_trace_csv(const Trace& trace, std::ostream& out) {
         << detail::format_double(j.weight) << ','
         << (j.deadline_s >= 0 ? detail::format_double(j.deadline_s) : std::string()) << ','
         << (j.duration_hint_s >= 0 ? detail::format_double(j.duration_hint_s) : std::string())
-        << ',' << csv_field(join_argv(j.command)) << '\n';
+        << ',' << csv_field(join_argv(j.command));
+    if (extra) {
+      std::string types;
+      for (const auto& g : j.gpu_types) types += (types.empty() ? "" : "|") + g;
+      out << ',' << csv_field(j.name) << ',' << csv_field(types);
+    }
+    out << '\n';
   }
 }
 
@@ -507,7 +454,7 @@ Trace generate_trace(const ThroughputTable& table, const GenerateOptions& option
   if (options.jobs < 0) throw InputError("number of jobs must not be negative");
   if (!(options.mean_interarrival_s >= 0) || !std::isfinite(options.mean_interarrival_s))
     throw InputError("mean inter-arrival time must be a non-negative number");
-  const auto by_sf = types_by_scale(table, options.reference_gpu);
+  const auto by_sf = detail::types_by_scale(table, options.reference_gpu);
   static const int kGpus[] = {1, 2, 4, 8};
   static const double kCum[] = {0.70, 0.80, 0.95, 1.0};
   for (int g : kGpus)
