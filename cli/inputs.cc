@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "core/gpu.h"
 
@@ -10,6 +11,7 @@
 #include "core/trace_io.h"
 #include "tuner/cells.h"
 #include "scheduler/bound.h"
+#include "scheduler/measured_cells.h"
 #include "scheduler/policy.h"
 
 namespace cellsched::cli {
@@ -30,10 +32,36 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("fork-efficiency", po::value(&a.fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
-      ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from the measured table (table) or from tuned cells of zoo models (cells)")
+      ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
+      ("cells-table", po::value(&a.cells_table), "measured: CSV model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s")
+      ("locality-penalty", po::value(&a.locality_penalty)->default_value(0.8), "measured: throughput factor for a multi-host cell taken from a one-host one, (0, 1]")
+      ("cells-precision", po::value(&a.cells_precision), "measured: use the cells of this precision (default: each model's first in the file)")
       ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
       ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)");
 }
+
+namespace {
+
+void count_unrunnable(ReplayInputs& in) {
+  std::map<std::string, int> gpus, largest_node;
+  for (const Node& n : in.cluster.nodes) {
+    gpus[n.gpu_type] += n.gpus;
+    largest_node[n.gpu_type] = std::max(largest_node[n.gpu_type], n.gpus);
+  }
+  for (const Job& j : in.trace.jobs) {
+    bool runs = false;
+    for (const auto& [type, total] : gpus)
+      runs = runs || (j.gpus <= total &&
+                      in.oracle->throughput(j, type, j.gpus, j.gpus <= largest_node[type]) > 0);
+    if (runs) continue;
+    if (in.unrunnable++ == 0)
+      in.first_unrunnable = "job " + std::to_string(j.id) + " (" +
+                            (j.model.empty() ? j.job_type : j.model) + ", " +
+                            std::to_string(j.gpus) + " GPUs)";
+  }
+}
+
+}  // namespace
 
 ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ReplayInputs in;
@@ -56,9 +84,17 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
     };
     in.oracle = std::make_unique<CellOracle>(*in.cells, factory, in.cluster, tuner::TuneOptions{},
                                              "cells:" + path);
+  } else if (a.oracle == "measured") {
+    if (a.cells_table.empty()) throw InputError("--oracle measured needs --cells-table FILE");
+    in.oracle = std::make_unique<MeasuredCellOracle>(load_measured_cells(a.cells_table),
+                                                     "measured:" + a.cells_table,
+                                                     a.locality_penalty, a.cells_precision);
   } else if (a.oracle != "table") {
-    throw InputError("--oracle must be table or cells, not '" + a.oracle + "'");
-  } else if (!a.model_mix.empty()) {
+    throw InputError("--oracle must be table, cells or measured, not '" + a.oracle + "'");
+  }
+  if (a.oracle != "measured" && !a.cells_table.empty())
+    throw InputError("--cells-table needs --oracle measured");
+  if (a.oracle != "cells" && !a.model_mix.empty()) {
     throw InputError("--model-mix needs --oracle cells");
   }
   in.table = load_gavel_throughputs(a.throughputs);
@@ -89,6 +125,7 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   if (std::any_of(in.trace.jobs.begin(), in.trace.jobs.end(),
                   [](const Job& j) { return !j.gpu_types.empty(); }))
     in.oracle = std::make_unique<TypeRestrictedOracle>(std::move(in.oracle));
+  count_unrunnable(in);
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;

@@ -48,6 +48,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const Cluster& cluster = in.cluster;
   const ThroughputOracle& oracle = *in.oracle;
   SimOptions so = in.options;
+  if (in.unrunnable > 0)
+    std::cerr << "cellsched simulate: warning: " << in.unrunnable << " of " << trace.jobs.size()
+              << " jobs cannot run at their size on any GPU type of the cluster with "
+              << oracle.source() << " (first: " << in.first_unrunnable << ")\n";
   double bounds[2] = {-1, -1};
   std::vector<RunRecord> runs;
   for (auto& policy : policy_objs) {
