@@ -32,9 +32,15 @@ struct TypeChoice {
   bool zoo = false;
 };
 
+// The table's job types, sorted (read once per file).
+std::vector<std::string> table_types(const TraceReadOptions& options) {
+  return options.table ? options.table->job_types() : std::vector<std::string>{};
+}
+
 TypeChoice choose_type(const Ctx& c, const std::string& name,
                        const std::map<std::string, std::string>& defaults,
-                       const TraceReadOptions& options, double per_gpu_batch) {
+                       const TraceReadOptions& options, const std::vector<std::string>& types,
+                       double per_gpu_batch) {
   auto it = options.model_map.find(name);
   std::string target;
   if (it != options.model_map.end()) target = it->second;
@@ -50,7 +56,6 @@ TypeChoice choose_type(const Ctx& c, const std::string& name,
     return ch;
   }
   if (!options.table) c.fail("mapping '" + name + "' onto job types needs a throughput table");
-  const auto types = options.table->job_types();
   if (std::binary_search(types.begin(), types.end(), target)) {
     auto [model, batch] = split_job_type(target);
     return {target, model, batch, false};
@@ -103,6 +108,7 @@ const std::map<std::string, std::string>& tiresias_defaults() {
 
 void read_tiresias(const std::string& path, const std::vector<std::string_view>& lines,
                    const TraceReadOptions& options, Trace& t) {
+  const auto types = table_types(options);
   for_each_row(path, lines, "Tiresias",
                "job_id,num_gpu,submit_time,iterations,model_name,duration,interval",
                [&](const Ctx& c, const Row& f) {
@@ -116,7 +122,7 @@ void read_tiresias(const std::string& path, const std::vector<std::string_view>&
                  if (model.empty()) c.fail("empty model_name");
                  const double duration = c.positive(f[5], "duration");
                  c.non_negative(f[6], "interval");
-                 const TypeChoice ch = choose_type(c, model, tiresias_defaults(), options, 0);
+                 const TypeChoice ch = choose_type(c, model, tiresias_defaults(), options, types, 0);
                  j.job_type = ch.job_type;
                  j.model = ch.model;
                  j.batch_size = ch.batch;
@@ -187,6 +193,7 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  const TraceReadOptions& options, Trace& t) {
   std::map<std::string, std::string> defaults;
   for (const auto& [app, a] : pollux_apps()) defaults[app] = a.model;
+  const auto types = table_types(options);
   for_each_row(path, lines, "Pollux", "name,time,application,num_replicas,batch_size",
                [&](const Ctx& c, const Row& f) {
                  Job j;
@@ -201,8 +208,8 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  if (known == pollux_apps().end())
                    c.fail("unknown application '" + app +
                           "' (Pollux's are bert, cifar10, deepspeech2, imagenet, ncf, yolov3)");
-                 const TypeChoice ch =
-                     choose_type(c, app, defaults, options, static_cast<double>(batch) / j.gpus);
+                 const TypeChoice ch = choose_type(c, app, defaults, options, types,
+                                                   static_cast<double>(batch) / j.gpus);
                  j.job_type = ch.job_type;
                  j.model = ch.model;
                  j.batch_size = ch.batch;
