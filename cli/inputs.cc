@@ -35,6 +35,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
       ("cells-table", po::value(&a.cells_table), "measured: CSV model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s")
       ("locality-penalty", po::value(&a.locality_penalty)->default_value(0.8), "measured: throughput factor for a multi-host cell taken from a one-host one, (0, 1]")
+      ("replay-failures", po::bool_switch(&a.replay_failures), "replay the trace's failed attempts (Philly's raw job log): a job fails where its attempt failed and is retried")
       ("cells-precision", po::value(&a.cells_precision), "measured: use the cells of this precision (default: each model's first in the file)")
       ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
       ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)");
@@ -131,6 +132,7 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   in.options.horizon_s = a.horizon_s;
   in.options.fork_efficiency = a.fork_efficiency;
   in.options.consolidation_s = a.consolidation_s;
+  in.options.replay_failures = a.replay_failures;
   return in;
 }
 

@@ -23,6 +23,9 @@ struct Job {
   std::string checkpoint_dir;        // online runs
   std::string name;                  // the trace's own job id where it has one (UUID, pod name)
   std::vector<std::string> gpu_types;  // catalogue types the job may run on (empty = any)
+  // Attempts that failed before the last one, as iterations each ran before
+  // it failed (Philly's raw job log); replayed with SimOptions::replay_failures.
+  std::vector<double> failed_attempts;
 };
 
 struct Trace {

@@ -118,6 +118,39 @@ void for_each_row(const std::string& path, const std::vector<std::string_view>& 
   if (!header) fail_input(path, 0, "empty file");
 }
 
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// "2017-10-09 07:01:55" -> seconds since the epoch (no time zone: only
+// differences are used).
+bool parse_timestamp(std::string_view s, int64_t& out) {
+  s = trim(s);
+  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
+      s[13] != ':' || s[16] != ':')
+    return false;
+  auto num = [&](size_t pos, size_t len, long long& v) {
+    for (size_t i = pos; i < pos + len; ++i)
+      if (s[i] < '0' || s[i] > '9') return false;
+    v = *detail::to_int(s.substr(pos, len));
+    return true;
+  };
+  long long y, mo, d, h, mi, se;
+  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+      !num(17, 2, se))
+    return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
+  out = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+        h * 3600 + mi * 60 + se;
+  return true;
+}
+
 std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
                                                        const std::string& gpu) {
   std::map<int, std::vector<std::string>> by_sf;

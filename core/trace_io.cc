@@ -116,39 +116,6 @@ void read_gavel(const std::string& path, const std::vector<std::string_view>& li
 
 // ---- Philly (Pollux's philly.csv) ------------------------------------------
 
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-// "2017-10-09 07:01:55" -> seconds since the epoch (no time zone: only
-// differences are used).
-bool parse_timestamp(std::string_view s, int64_t& out) {
-  s = trim(s);
-  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
-      s[13] != ':' || s[16] != ':')
-    return false;
-  auto num = [&](size_t pos, size_t len, long long& v) {
-    for (size_t i = pos; i < pos + len; ++i)
-      if (s[i] < '0' || s[i] > '9') return false;
-    v = *detail::to_int(s.substr(pos, len));
-    return true;
-  };
-  long long y, mo, d, h, mi, se;
-  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
-      !num(17, 2, se))
-    return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
-  out = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-        h * 3600 + mi * 60 + se;
-  return true;
-}
-
 void read_philly(const std::string& path, const std::vector<std::string_view>& lines,
                  const TraceReadOptions& options, Trace& t) {
   const bool mix = !options.model_mix.empty();
@@ -182,7 +149,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       c.fail("expected 5 fields (timestamp,duration,num_gpus,gpu_time,cluster), got " +
              std::to_string(f.size()));
     int64_t ts = 0;
-    if (!parse_timestamp(f[0], ts))
+    if (!detail::parse_timestamp(f[0], ts))
       c.fail("bad timestamp '" + std::string(trim(f[0])) + "' (expected YYYY-MM-DD HH:MM:SS)");
     const double duration = c.positive(f[1], "duration");
     const int num_gpus = c.positive_int(f[2], "num_gpus");
@@ -348,6 +315,7 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
     if (trim(line).empty()) continue;
     const std::string_view l = trim(line);
     if (const TraceFormat f = detail::field_format_of_header(l); f != TraceFormat::Auto) return f;
+    if (l.front() == '[' || l.front() == '{') return TraceFormat::PhillyRaw;  // the only JSON one
     if (l.substr(0, 18) == "timestamp,duration") return TraceFormat::Philly;
     if (l.substr(0, 12) == "id,arrival_s") return TraceFormat::Csv;
     if (line.find('\t') != std::string_view::npos) {
@@ -381,9 +349,10 @@ TraceFormat parse_trace_format(const std::string& name) {
   if (n == "crius" || n == "arena") return TraceFormat::Crius;
   if (n == "pollux") return TraceFormat::Pollux;
   if (n == "alibaba-pods" || n == "alibaba-2023") return TraceFormat::AlibabaPods;
+  if (n == "philly-raw") return TraceFormat::PhillyRaw;
   throw InputError("unknown trace format '" + name +
                    "' (known: auto, gavel, gavel-legacy, philly, csv, tiresias, crius, pollux, "
-                   "alibaba-pods)");
+                   "alibaba-pods, philly-raw)");
 }
 
 std::string to_string(TraceFormat format) {
@@ -397,6 +366,7 @@ std::string to_string(TraceFormat format) {
     case TraceFormat::Crius: return "crius";
     case TraceFormat::Pollux: return "pollux";
     case TraceFormat::AlibabaPods: return "alibaba-pods";
+    case TraceFormat::PhillyRaw: return "philly-raw";
   }
   return "auto";
 }
@@ -421,6 +391,7 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
     case TraceFormat::Crius: detail::read_crius(path, lines, options, t); break;
     case TraceFormat::Pollux: detail::read_pollux(path, lines, options, t); break;
     case TraceFormat::AlibabaPods: detail::read_alibaba_pods(path, lines, options, t); break;
+    case TraceFormat::PhillyRaw: detail::read_philly_raw(path, body, options, t); break;
     case TraceFormat::Auto: break;
   }
   finish(t, options.limit);

@@ -13,10 +13,12 @@
 
 namespace cellsched {
 
-enum class TraceFormat { Auto, Gavel, GavelLegacy, Philly, Csv, Tiresias, Crius, Pollux, AlibabaPods };
+enum class TraceFormat {
+  Auto, Gavel, GavelLegacy, Philly, Csv, Tiresias, Crius, Pollux, AlibabaPods, PhillyRaw
+};
 
 // "auto", "gavel", "gavel-legacy", "philly", "csv", "tiresias", "crius",
-// "pollux", "alibaba-pods"; throws InputError otherwise.
+// "pollux", "alibaba-pods", "philly-raw"; throws InputError otherwise.
 TraceFormat parse_trace_format(const std::string& name);
 std::string to_string(TraceFormat format);
 

@@ -81,6 +81,12 @@ using RowFn = std::function<void(const Ctx&, const std::vector<std::string>&)>;
 void for_each_row(const std::string& path, const std::vector<std::string_view>& lines,
                   const char* format, const char* columns, const RowFn& fn);
 
+// Days since 1970-01-01 of a proleptic Gregorian date.
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d);
+// "2017-10-09 07:01:55" (or with 'T') -> seconds since the epoch, no time
+// zone (only differences are used); false when malformed.
+bool parse_timestamp(std::string_view s, int64_t& out);
+
 // Job types with a positive throughput at each scale factor on `gpu`
 // (sorted by name within a scale factor).
 std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
@@ -96,6 +102,10 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  const TraceReadOptions& options, Trace& t);
 void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
                        const TraceReadOptions& options, Trace& t);
+
+// Philly's raw `cluster_job_log` (JSON); `text` is the whole file.
+void read_philly_raw(const std::string& path, std::string_view text,
+                     const TraceReadOptions& options, Trace& t);
 
 // The format a header names, or Auto when it names none of the field's formats.
 TraceFormat field_format_of_header(std::string_view first_line);
