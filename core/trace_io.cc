@@ -375,9 +375,16 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
   const std::string text = detail::read_file(path);
   std::string_view body = text;
   if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM
-  const auto lines = detail::split_lines(body);
   TraceFormat format = options.format;
-  if (format == TraceFormat::Auto) format = detect(path, lines);
+  if (format == TraceFormat::Auto) {
+    // Only the lines up to the first non-blank one tell the format.
+    size_t end = body.find_first_not_of(" \t\r\n");
+    end = end == std::string_view::npos ? body.size() : body.find('\n', end);
+    format = detect(path, detail::split_lines(body.substr(0, end)));
+  }
+  // The JSON log is read from the text; the others line by line.
+  const auto lines = format == TraceFormat::PhillyRaw ? std::vector<std::string_view>{}
+                                                      : detail::split_lines(body);
   Trace t;
   t.name = std::filesystem::path(path).filename().string();
   t.source = path;
