@@ -1,6 +1,8 @@
 #include "cli/inputs.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "core/gpu.h"
 
@@ -9,15 +11,18 @@
 #include "core/trace_io.h"
 #include "tuner/cells.h"
 #include "scheduler/bound.h"
+#include "scheduler/measured_cells.h"
 #include "scheduler/policy.h"
 
 namespace cellsched::cli {
 
 void add_replay_options(po::options_description& opt, ReplayArgs& a) {
   opt.add_options()
-      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, legacy TSV, Philly CSV, own CSV)")
-      ("format", po::value(&a.format)->default_value("auto"), "trace format: auto|gavel|gavel-legacy|philly|csv")
-      ("cluster", po::value(&a.cluster_spec)->required(), "cluster: YAML node list, PAI machine CSV, or shorthand v100:36,p100:36,k80:36")
+      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, Philly, Tiresias, Crius/Arena, Pollux, Alibaba 2023 pods, own CSV)")
+      ("format", po::value(&a.format)->default_value("auto"), kTraceFormatHelp)
+      ("cluster", po::value(&a.cluster_spec)->required(), "cluster: YAML node list, PAI 2020 machine CSV, Alibaba 2023 node CSV, or shorthand v100:36,p100:36,k80:36")
+      ("model-map", po::value(&a.model_map), kModelMapHelp)
+      ("gpu-map", po::value(&a.gpu_map), kGpuMapHelp)
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
       ("seed", po::value(&a.seed)->default_value(0), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&a.ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
@@ -27,14 +32,43 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("fork-efficiency", po::value(&a.fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
-      ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from the measured table (table) or from tuned cells of zoo models (cells)")
+      ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
+      ("cells-table", po::value(&a.cells_table), "measured: CSV model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s")
+      ("locality-penalty", po::value(&a.locality_penalty)->default_value(0.8), "measured: throughput factor for a multi-host cell taken from a one-host one, (0, 1]")
+      ("replay-failures", po::bool_switch(&a.replay_failures), "replay the trace's failed attempts (Philly's raw job log): a job fails where its attempt failed and is retried")
+      ("cells-precision", po::value(&a.cells_precision), "measured: use the cells of this precision (default: each model's first in the file)")
       ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
       ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)");
 }
 
+namespace {
+
+void count_unrunnable(ReplayInputs& in) {
+  std::map<std::string, int> gpus, largest_node;
+  for (const Node& n : in.cluster.nodes) {
+    gpus[n.gpu_type] += n.gpus;
+    largest_node[n.gpu_type] = std::max(largest_node[n.gpu_type], n.gpus);
+  }
+  for (const Job& j : in.trace.jobs) {
+    bool runs = false;
+    for (const auto& [type, total] : gpus)
+      runs = runs || (j.gpus <= total &&
+                      in.oracle->throughput(j, type, j.gpus, j.gpus <= largest_node[type]) > 0);
+    if (runs) continue;
+    if (in.unrunnable++ == 0)
+      in.first_unrunnable = "job " + std::to_string(j.id) + " (" +
+                            (j.model.empty() ? j.job_type : j.model) + ", " +
+                            std::to_string(j.gpus) + " GPUs)";
+  }
+}
+
+}  // namespace
+
 ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ReplayInputs in;
-  in.cluster = load_cluster(a.cluster_spec);
+  const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
+                                         : parse_name_map(a.gpu_map, "--gpu-map");
+  in.cluster = load_cluster(a.cluster_spec, gpu_map);
   if (a.oracle == "cells") {
     if (a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db))
       throw InputError(a.cells_db + ": no such database (profile the models first: cellsched profile compute --model M --db " + a.cells_db + ")");
@@ -51,9 +85,17 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
     };
     in.oracle = std::make_unique<CellOracle>(*in.cells, factory, in.cluster, tuner::TuneOptions{},
                                              "cells:" + path);
+  } else if (a.oracle == "measured") {
+    if (a.cells_table.empty()) throw InputError("--oracle measured needs --cells-table FILE");
+    in.oracle = std::make_unique<MeasuredCellOracle>(load_measured_cells(a.cells_table),
+                                                     "measured:" + a.cells_table,
+                                                     a.locality_penalty, a.cells_precision);
   } else if (a.oracle != "table") {
-    throw InputError("--oracle must be table or cells, not '" + a.oracle + "'");
-  } else if (!a.model_mix.empty()) {
+    throw InputError("--oracle must be table, cells or measured, not '" + a.oracle + "'");
+  }
+  if (a.oracle != "measured" && !a.cells_table.empty())
+    throw InputError("--cells-table needs --oracle measured");
+  if (a.oracle != "cells" && !a.model_mix.empty()) {
     throw InputError("--model-mix needs --oracle cells");
   }
   in.table = load_gavel_throughputs(a.throughputs);
@@ -63,6 +105,8 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ro.seed = a.seed;
   ro.reference_gpu = a.ref_gpu;
   ro.limit = a.limit;
+  ro.gpu_map = gpu_map;
+  if (!a.model_map.empty()) ro.model_map = parse_name_map(a.model_map, "--model-map");
   if (!a.model_mix.empty()) {
     ro.model_mix = parse_model_mix(a.model_mix);
     const ThroughputOracle* oracle = in.oracle.get();
@@ -78,11 +122,17 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   }
   in.trace = load_trace(a.trace_path, ro);
   if (!in.oracle) in.oracle = std::make_unique<TableOracle>(in.table);
+  // Jobs limited to some GPU types (Alibaba's gpu_spec) see 0 elsewhere.
+  if (std::any_of(in.trace.jobs.begin(), in.trace.jobs.end(),
+                  [](const Job& j) { return !j.gpu_types.empty(); }))
+    in.oracle = std::make_unique<TypeRestrictedOracle>(std::move(in.oracle));
+  count_unrunnable(in);
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;
   in.options.fork_efficiency = a.fork_efficiency;
   in.options.consolidation_s = a.consolidation_s;
+  in.options.replay_failures = a.replay_failures;
   return in;
 }
 

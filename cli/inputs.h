@@ -21,9 +21,15 @@ struct ReplayArgs {
   uint64_t seed = 0;
   long limit = -1;
   double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = 1, consolidation_s = 0;
-  std::string oracle = "table";  // "table" (measured throughputs) or "cells" (tuned cells)
+  std::string oracle = "table";  // "table" (Gavel's table), "cells" (tuned cells) or "measured"
   std::string cells_db;          // profiles and cell estimates (cells)
   std::string model_mix;         // Philly import onto zoo models (cells)
+  std::string model_map;         // Tiresias/Pollux names -> job types
+  std::string gpu_map;           // Alibaba 2023 GPU models -> catalogue types
+  std::string cells_table;       // measured: the measured-cell CSV
+  double locality_penalty = 0.8; // measured: spread cell from a one-host one
+  std::string cells_precision;   // measured: which precision's cells (empty: first per model)
+  bool replay_failures = false;  // replay the trace's failed attempts (Philly's raw job log)
 };
 
 // --trace --format --cluster --throughputs --seed --reference-gpu --limit
@@ -38,6 +44,10 @@ struct ReplayInputs {
   Trace trace;
   std::unique_ptr<ThroughputOracle> oracle;
   SimOptions options;
+  // Jobs no GPU type of the cluster can run at their requested size with
+  // this oracle (they will not finish under a rigid policy).
+  long unrunnable = 0;
+  std::string first_unrunnable;  // "job 4 (moe__2.4B, 4 GPUs)"
 };
 
 // Reads and checks everything; throws InputError naming the file and line.

@@ -48,6 +48,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const Cluster& cluster = in.cluster;
   const ThroughputOracle& oracle = *in.oracle;
   SimOptions so = in.options;
+  if (in.unrunnable > 0)
+    std::cerr << "cellsched simulate: warning: " << in.unrunnable << " of " << trace.jobs.size()
+              << " jobs cannot run at their size on any GPU type of the cluster with "
+              << oracle.source() << " (first: " << in.first_unrunnable << ")\n";
   double bounds[2] = {-1, -1};
   std::vector<RunRecord> runs;
   for (auto& policy : policy_objs) {
@@ -95,6 +99,13 @@ int cmd_simulate(const std::vector<std::string>& args) {
               << cluster.nodes.size() << " nodes), round " << so.round_s << " s, restart "
               << so.restart_s << " s\n\n";
     print_comparison(runs, std::cout);
+    if (so.replay_failures) {
+      std::cout << "\nfailures replayed:\n";
+      for (const RunRecord& run : runs)
+        std::cout << "  " << run.policy << ": " << fixed(run.metrics.extra.at("failed_attempts"), 0)
+                  << " failed attempts, " << fixed(run.metrics.extra.at("lost_gpu_s") / 3600, 1)
+                  << " GPU-hours lost\n";
+    }
     if (!vm.count("no-db")) std::cout << "\nstored in " << db_path << " (cellsched db runs)\n";
   }
   return 0;

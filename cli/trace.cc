@@ -52,7 +52,7 @@ int trace_generate(const std::vector<std::string>& args) {
 }
 
 struct ReadArgs {
-  std::string path, format, throughputs, ref_gpu;
+  std::string path, format, throughputs, ref_gpu, model_map, gpu_map;
   uint64_t seed = 0;
   long limit = -1;
 };
@@ -60,11 +60,13 @@ struct ReadArgs {
 void add_read_options(po::options_description& opt, ReadArgs& r) {
   opt.add_options()
       ("trace", po::value(&r.path)->required(), "trace file")
-      ("format", po::value(&r.format)->default_value("auto"), "auto|gavel|gavel-legacy|philly|csv")
+      ("format", po::value(&r.format)->default_value("auto"), kTraceFormatHelp)
       ("throughputs", po::value(&r.throughputs)->default_value(default_throughputs()), "throughput table (Philly import)")
       ("seed", po::value(&r.seed)->default_value(0), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&r.ref_gpu)->default_value("v100"), "reference GPU type (Philly import)")
-      ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs");
+      ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs")
+      ("model-map", po::value(&r.model_map), kModelMapHelp)
+      ("gpu-map", po::value(&r.gpu_map), kGpuMapHelp);
 }
 
 Trace read(const ReadArgs& r, ThroughputTable& table) {
@@ -73,6 +75,8 @@ Trace read(const ReadArgs& r, ThroughputTable& table) {
   ro.seed = r.seed;
   ro.reference_gpu = r.ref_gpu;
   ro.limit = r.limit;
+  if (!r.model_map.empty()) ro.model_map = parse_name_map(r.model_map, "--model-map");
+  if (!r.gpu_map.empty()) ro.gpu_map = parse_name_map(r.gpu_map, "--gpu-map");
   table = load_gavel_throughputs(r.throughputs);
   ro.table = &table;
   return load_trace(r.path, ro);
@@ -102,6 +106,9 @@ int trace_inspect(const std::vector<std::string>& args) {
     nlohmann::json types = nlohmann::json::object();
     for (const auto& [t, c] : s.job_types) types[t] = c;
     j["job_types"] = types;
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& [what, n] : trace.import_notes) notes.push_back({{"what", what}, {"count", n}});
+    j["import_notes"] = notes;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -121,6 +128,12 @@ int trace_inspect(const std::vector<std::string>& args) {
   Table tt({"job type", "jobs"});
   for (const auto& [t, c] : s.job_types) tt.add({t, std::to_string(c)});
   tt.print(std::cout);
+  if (!trace.import_notes.empty()) {
+    std::cout << "\n";
+    Table nt({"import (read, mapped, skipped)", "rows"});
+    for (const auto& [what, n] : trace.import_notes) nt.add({what, std::to_string(n)});
+    nt.print(std::cout);
+  }
   return 0;
 }
 
@@ -158,16 +171,19 @@ int cmd_trace(const std::vector<std::string>& args) {
 
 int cmd_cluster(const std::vector<std::string>& args) {
   po::options_description opt("cluster options");
-  std::string spec, misc;
+  std::string spec, misc, gpu_map;
   opt.add_options()
-      ("cluster", po::value(&spec)->required(), "YAML node list, PAI machine CSV, or shorthand")
+      ("cluster", po::value(&spec)->required(), "YAML node list, PAI 2020 machine CSV, Alibaba 2023 node CSV, or shorthand")
+      ("gpu-map", po::value(&gpu_map), kGpuMapHelp)
       ("yaml", "print the cluster as a YAML node list")
       ("json", "print JSON");
   po::positional_options_description pos;
   pos.add("cluster", 1);
   po::variables_map vm;
   if (!parse("cellsched cluster SPEC [--yaml|--json]", args, opt, pos, vm)) return 0;
-  const Cluster c = load_cluster(spec);
+  const Cluster c =
+      load_cluster(spec, gpu_map.empty() ? std::map<std::string, std::string>{}
+                                         : parse_name_map(gpu_map, "--gpu-map"));
   if (vm.count("yaml")) {
     std::cout << cluster_to_yaml(c);
     return 0;

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <filesystem>
 #include <set>
 
@@ -241,11 +242,18 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
   return c;
 }
 
-Cluster load_cluster(const std::string& spec_or_path) {
+Cluster load_cluster(const std::string& spec_or_path,
+                     const std::map<std::string, std::string>& gpu_map) {
   const std::string& s = spec_or_path;
   if (detail::ends_with_ci(s, ".yaml") || detail::ends_with_ci(s, ".yml"))
     return load_cluster_yaml(s);
-  if (detail::ends_with_ci(s, ".csv")) return load_pai_machines(s);
+  if (detail::ends_with_ci(s, ".csv")) {
+    std::ifstream in(s, std::ios::binary);
+    std::string first;
+    std::getline(in, first);
+    if (is_alibaba_node_header(first)) return load_alibaba_nodes(s, gpu_map);
+    return load_pai_machines(s);
+  }
   std::error_code ec;
   if (s.find(':') != std::string::npos && s.find('/') == std::string::npos &&
       !std::filesystem::exists(s, ec))

@@ -1,7 +1,9 @@
 // Nodes and clusters, and the readers for the formats they come in.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cellsched {
@@ -41,8 +43,18 @@ Cluster load_cluster_yaml(const std::string& path);
 // the trace's unnamed "MISC" machines (empty: skip them).
 Cluster load_pai_machines(const std::string& path, const std::string& misc_type = "");
 
-// A file path (.yaml/.yml node list, .csv PAI machine list) or a shorthand spec.
-Cluster load_cluster(const std::string& spec_or_path);
+// Alibaba cluster-trace-gpu-v2023 node list (`sn,cpu_milli,memory_mib,gpu,model`
+// header). CPU nodes are skipped; T4, P100, V100M16, V100M32 and A10 map to the
+// catalogue, other models (G2, G3) only through `gpu_map` ("G2" -> "t4"), else
+// the error names them.
+Cluster load_alibaba_nodes(const std::string& path,
+                           const std::map<std::string, std::string>& gpu_map = {});
+bool is_alibaba_node_header(std::string_view first_line);
+
+// A file path (.yaml/.yml node list, .csv PAI 2020 machine list or Alibaba
+// 2023 node list, told apart by the header) or a shorthand spec.
+Cluster load_cluster(const std::string& spec_or_path,
+                     const std::map<std::string, std::string>& gpu_map = {});
 
 // Writes the cluster as a YAML node list that load_cluster_yaml reads back.
 std::string cluster_to_yaml(const Cluster& cluster);

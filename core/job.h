@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cellsched {
@@ -20,6 +21,11 @@ struct Job {
   double duration_hint_s = -1;    // original duration where the trace gave one, < 0 = none
   std::vector<std::string> command;  // argv for online runs (may be empty)
   std::string checkpoint_dir;        // online runs
+  std::string name;                  // the trace's own job id where it has one (UUID, pod name)
+  std::vector<std::string> gpu_types;  // catalogue types the job may run on (empty = any)
+  // Attempts that failed before the last one, as iterations each ran before
+  // it failed (Philly's raw job log); replayed with SimOptions::replay_failures.
+  std::vector<double> failed_attempts;
 };
 
 struct Trace {
@@ -27,6 +33,9 @@ struct Trace {
   std::string source;     // path or "generated"
   std::string format;     // "gavel", "gavel-legacy", "philly", "csv", "generated"
   std::vector<Job> jobs;  // sorted by arrival (stable)
+  // What an import read and left out ("skipped: CPU-only pod" -> 12), in
+  // first-seen order; shown by `trace inspect`.
+  std::vector<std::pair<std::string, long>> import_notes;
 };
 
 }  // namespace cellsched

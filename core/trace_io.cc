@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <ostream>
 
 #include "core/error.h"
 #include "core/parse_util.h"
+#include "core/trace_read.h"
 
 namespace cellsched {
 
@@ -24,40 +24,7 @@ namespace {
 
 using detail::trim;
 
-struct Ctx {
-  const std::string& path;
-  long line;
-  [[noreturn]] void fail(const std::string& what) const { fail_input(path, line, what); }
-
-  double number(std::string_view field, const char* name) const {
-    const auto v = detail::to_double(field);
-    if (!v) fail(std::string(name) + " must be a number, got '" + std::string(trim(field)) + "'");
-    return *v;
-  }
-  double non_negative(std::string_view field, const char* name) const {
-    const double v = number(field, name);
-    if (v < 0) fail(std::string(name) + " must not be negative, got '" + std::string(trim(field)) + "'");
-    return v;
-  }
-  double positive(std::string_view field, const char* name) const {
-    const double v = number(field, name);
-    if (v <= 0) fail(std::string(name) + " must be positive, got '" + std::string(trim(field)) + "'");
-    return v;
-  }
-  int positive_int(std::string_view field, const char* name) const {
-    const auto v = detail::to_int(field);
-    if (!v) fail(std::string(name) + " must be an integer, got '" + std::string(trim(field)) + "'");
-    if (*v <= 0 || *v > 1000000)
-      fail(std::string(name) + " must be a positive integer, got '" + std::string(trim(field)) + "'");
-    return static_cast<int>(*v);
-  }
-  int non_negative_int(std::string_view field, const char* name) const {
-    const auto v = detail::to_int(field);
-    if (!v || *v < 0 || *v > std::numeric_limits<int>::max())
-      fail(std::string(name) + " must be a non-negative integer, got '" + std::string(trim(field)) + "'");
-    return static_cast<int>(*v);
-  }
-};
+using detail::Ctx;
 
 std::vector<std::string> split_argv(std::string_view s) {
   std::vector<std::string> argv;
@@ -149,51 +116,6 @@ void read_gavel(const std::string& path, const std::vector<std::string_view>& li
 
 // ---- Philly (Pollux's philly.csv) ------------------------------------------
 
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-// "2017-10-09 07:01:55" -> seconds since the epoch (no time zone: only
-// differences are used).
-bool parse_timestamp(std::string_view s, int64_t& out) {
-  s = trim(s);
-  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
-      s[13] != ':' || s[16] != ':')
-    return false;
-  auto num = [&](size_t pos, size_t len, long long& v) {
-    for (size_t i = pos; i < pos + len; ++i)
-      if (s[i] < '0' || s[i] > '9') return false;
-    v = *detail::to_int(s.substr(pos, len));
-    return true;
-  };
-  long long y, mo, d, h, mi, se;
-  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
-      !num(17, 2, se))
-    return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
-  out = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-        h * 3600 + mi * 60 + se;
-  return true;
-}
-
-// Job types with a positive throughput at each scale factor on `gpu`.
-std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
-                                                       const std::string& gpu) {
-  std::map<int, std::vector<std::string>> by_sf;
-  for (const auto& type : table.job_types())
-    for (int sf : table.scale_factors(gpu, type)) {
-      const auto v = table.get(gpu, type, sf);
-      if (v && *v > 0) by_sf[sf].push_back(type);  // job_types() is sorted
-    }
-  return by_sf;
-}
-
 void read_philly(const std::string& path, const std::vector<std::string_view>& lines,
                  const TraceReadOptions& options, Trace& t) {
   const bool mix = !options.model_mix.empty();
@@ -204,7 +126,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
   double mix_total = 0;
   for (const auto& m : options.model_mix) mix_total += m.weight;
   const auto by_sf = mix ? std::map<int, std::vector<std::string>>{{1, {""}}}
-                         : types_by_scale(*options.table, options.reference_gpu);
+                         : detail::types_by_scale(*options.table, options.reference_gpu);
   if (by_sf.empty())
     fail_input(path, 0,
                "the throughput table has no job type measured on '" + options.reference_gpu + "'");
@@ -227,7 +149,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       c.fail("expected 5 fields (timestamp,duration,num_gpus,gpu_time,cluster), got " +
              std::to_string(f.size()));
     int64_t ts = 0;
-    if (!parse_timestamp(f[0], ts))
+    if (!detail::parse_timestamp(f[0], ts))
       c.fail("bad timestamp '" + std::string(trim(f[0])) + "' (expected YYYY-MM-DD HH:MM:SS)");
     const double duration = c.positive(f[1], "duration");
     const int num_gpus = c.positive_int(f[2], "num_gpus");
@@ -320,55 +242,13 @@ namespace {
 
 const char* const kCsvHeader =
     "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command";
-
-// RFC 4180 fields of one line (no embedded newlines). False on a bad quote.
-bool split_csv(std::string_view line, std::vector<std::string>& out, std::string& err) {
-  out.clear();
-  size_t i = 0;
-  while (true) {
-    std::string field;
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            field.push_back('"');
-            i += 2;
-          } else {
-            closed = true;
-            ++i;
-            break;
-          }
-        } else {
-          field.push_back(line[i++]);
-        }
-      }
-      if (!closed) {
-        err = "unterminated quoted field";
-        return false;
-      }
-      if (i < line.size() && line[i] != ',') {
-        err = "unexpected character after a quoted field";
-        return false;
-      }
-    } else {
-      while (i < line.size() && line[i] != ',') {
-        if (line[i] == '"') {
-          err = "quote inside an unquoted field";
-          return false;
-        }
-        field.push_back(line[i++]);
-      }
-    }
-    out.push_back(std::move(field));
-    if (i >= line.size()) return true;
-    ++i;  // the comma
-  }
-}
+// Two optional trailing columns: the trace's own job name and the GPU types
+// the job may use ('|'-joined); written only when some job has them.
+const char* const kCsvExtra = ",name,gpu_types";
 
 void read_csv(const std::string& path, const std::vector<std::string_view>& lines, Trace& t) {
-  const auto header_fields = detail::split(kCsvHeader, ',');
+  const std::string extended = std::string(kCsvHeader) + kCsvExtra;
+  auto header_fields = detail::split(kCsvHeader, ',');
   long line_no = 0;
   bool header = false;
   std::vector<std::string> f;
@@ -377,11 +257,12 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     ++line_no;
     if (trim(line).empty()) continue;
     Ctx c{path, line_no};
-    if (!split_csv(line, f, err)) c.fail(err);
+    if (!detail::split_csv(line, f, err)) c.fail(err);
     if (!header) {
-      bool ok = f.size() == header_fields.size();
-      for (size_t i = 0; ok && i < f.size(); ++i) ok = trim(f[i]) == header_fields[i];
-      if (!ok) c.fail(std::string("expected the header '") + kCsvHeader + "'");
+      if (detail::header_is(line, extended)) header_fields = detail::split(extended, ',');
+      else if (!detail::header_is(line, kCsvHeader))
+        c.fail(std::string("expected the header '") + kCsvHeader + "' (optionally followed by '" +
+               (kCsvExtra + 1) + "')");
       header = true;
       continue;
     }
@@ -405,6 +286,11 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     j.duration_hint_s = blank(f[9]) ? -1.0 : c.number(f[9], "duration_s");
     if (j.duration_hint_s < 0) j.duration_hint_s = -1;
     j.command = split_argv(f[10]);
+    if (f.size() > 11) {
+      j.name = f[11];
+      for (std::string_view g : detail::split(f[12], '|'))
+        if (!trim(g).empty()) j.gpu_types.emplace_back(trim(g));
+    }
     t.jobs.push_back(std::move(j));
   }
   if (!header) fail_input(path, 0, "empty file");
@@ -428,6 +314,8 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
     ++line_no;
     if (trim(line).empty()) continue;
     const std::string_view l = trim(line);
+    if (const TraceFormat f = detail::field_format_of_header(l); f != TraceFormat::Auto) return f;
+    if (l.front() == '[' || l.front() == '{') return TraceFormat::PhillyRaw;  // the only JSON one
     if (l.substr(0, 18) == "timestamp,duration") return TraceFormat::Philly;
     if (l.substr(0, 12) == "id,arrival_s") return TraceFormat::Csv;
     if (line.find('\t') != std::string_view::npos) {
@@ -439,8 +327,11 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
                      " tab-separated fields (Gavel traces have 10, legacy ones 7)");
     }
     fail_input(path, line_no,
-               "cannot tell the trace format: expected a header 'id,arrival_s,...' (cellsched "
-               "CSV) or 'timestamp,duration,...' (Philly), or a tab-separated Gavel trace");
+               "cannot tell the trace format from the header '" + std::string(l.substr(0, 120)) +
+                   "': expected cellsched CSV (id,arrival_s,...), Philly (timestamp,duration,...), "
+                   "Tiresias (job_id,num_gpu,...), Crius (job_id,submission_time,...), Pollux "
+                   "(name,time,application,...), Alibaba 2023 pods (name,cpu_milli,...), or a "
+                   "tab-separated Gavel trace; --format names it");
   }
   fail_input(path, 0, "empty file: cannot tell the trace format");
 }
@@ -454,8 +345,14 @@ TraceFormat parse_trace_format(const std::string& name) {
   if (n == "gavel-legacy") return TraceFormat::GavelLegacy;
   if (n == "philly") return TraceFormat::Philly;
   if (n == "csv") return TraceFormat::Csv;
+  if (n == "tiresias") return TraceFormat::Tiresias;
+  if (n == "crius" || n == "arena") return TraceFormat::Crius;
+  if (n == "pollux") return TraceFormat::Pollux;
+  if (n == "alibaba-pods" || n == "alibaba-2023") return TraceFormat::AlibabaPods;
+  if (n == "philly-raw") return TraceFormat::PhillyRaw;
   throw InputError("unknown trace format '" + name +
-                   "' (known: auto, gavel, gavel-legacy, philly, csv)");
+                   "' (known: auto, gavel, gavel-legacy, philly, csv, tiresias, crius, pollux, "
+                   "alibaba-pods, philly-raw)");
 }
 
 std::string to_string(TraceFormat format) {
@@ -465,15 +362,29 @@ std::string to_string(TraceFormat format) {
     case TraceFormat::GavelLegacy: return "gavel-legacy";
     case TraceFormat::Philly: return "philly";
     case TraceFormat::Csv: return "csv";
+    case TraceFormat::Tiresias: return "tiresias";
+    case TraceFormat::Crius: return "crius";
+    case TraceFormat::Pollux: return "pollux";
+    case TraceFormat::AlibabaPods: return "alibaba-pods";
+    case TraceFormat::PhillyRaw: return "philly-raw";
   }
   return "auto";
 }
 
 Trace load_trace(const std::string& path, const TraceReadOptions& options) {
   const std::string text = detail::read_file(path);
-  const auto lines = detail::split_lines(text);
+  std::string_view body = text;
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);  // UTF-8 BOM
   TraceFormat format = options.format;
-  if (format == TraceFormat::Auto) format = detect(path, lines);
+  if (format == TraceFormat::Auto) {
+    // Only the lines up to the first non-blank one tell the format.
+    size_t end = body.find_first_not_of(" \t\r\n");
+    end = end == std::string_view::npos ? body.size() : body.find('\n', end);
+    format = detect(path, detail::split_lines(body.substr(0, end)));
+  }
+  // The JSON log is read from the text; the others line by line.
+  const auto lines = format == TraceFormat::PhillyRaw ? std::vector<std::string_view>{}
+                                                      : detail::split_lines(body);
   Trace t;
   t.name = std::filesystem::path(path).filename().string();
   t.source = path;
@@ -483,6 +394,11 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
     case TraceFormat::GavelLegacy: read_gavel(path, lines, true, options, t); break;
     case TraceFormat::Philly: read_philly(path, lines, options, t); break;
     case TraceFormat::Csv: read_csv(path, lines, t); break;
+    case TraceFormat::Tiresias: detail::read_tiresias(path, lines, options, t); break;
+    case TraceFormat::Crius: detail::read_crius(path, lines, options, t); break;
+    case TraceFormat::Pollux: detail::read_pollux(path, lines, options, t); break;
+    case TraceFormat::AlibabaPods: detail::read_alibaba_pods(path, lines, options, t); break;
+    case TraceFormat::PhillyRaw: detail::read_philly_raw(path, body, options, t); break;
     case TraceFormat::Auto: break;
   }
   finish(t, options.limit);
@@ -490,7 +406,10 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
 }
 
 void write_trace_csv(const Trace& trace, std::ostream& out) {
-  out << kCsvHeader << '\n';
+  const bool extra = std::any_of(trace.jobs.begin(), trace.jobs.end(), [](const Job& j) {
+    return !j.name.empty() || !j.gpu_types.empty();
+  });
+  out << kCsvHeader << (extra ? kCsvExtra : "") << '\n';
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
     const Job& j = trace.jobs[i];
     out << j.id << ',' << detail::format_double(j.arrival_s) << ',' << csv_field(j.job_type) << ','
@@ -499,7 +418,13 @@ void write_trace_csv(const Trace& trace, std::ostream& out) {
         << detail::format_double(j.weight) << ','
         << (j.deadline_s >= 0 ? detail::format_double(j.deadline_s) : std::string()) << ','
         << (j.duration_hint_s >= 0 ? detail::format_double(j.duration_hint_s) : std::string())
-        << ',' << csv_field(join_argv(j.command)) << '\n';
+        << ',' << csv_field(join_argv(j.command));
+    if (extra) {
+      std::string types;
+      for (const auto& g : j.gpu_types) types += (types.empty() ? "" : "|") + g;
+      out << ',' << csv_field(j.name) << ',' << csv_field(types);
+    }
+    out << '\n';
   }
 }
 
@@ -507,7 +432,7 @@ Trace generate_trace(const ThroughputTable& table, const GenerateOptions& option
   if (options.jobs < 0) throw InputError("number of jobs must not be negative");
   if (!(options.mean_interarrival_s >= 0) || !std::isfinite(options.mean_interarrival_s))
     throw InputError("mean inter-arrival time must be a non-negative number");
-  const auto by_sf = types_by_scale(table, options.reference_gpu);
+  const auto by_sf = detail::types_by_scale(table, options.reference_gpu);
   static const int kGpus[] = {1, 2, 4, 8};
   static const double kCum[] = {0.70, 0.80, 0.95, 1.0};
   for (int g : kGpus)

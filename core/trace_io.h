@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,12 @@
 
 namespace cellsched {
 
-enum class TraceFormat { Auto, Gavel, GavelLegacy, Philly, Csv };
+enum class TraceFormat {
+  Auto, Gavel, GavelLegacy, Philly, Csv, Tiresias, Crius, Pollux, AlibabaPods, PhillyRaw
+};
 
-// "auto", "gavel", "gavel-legacy", "philly", "csv"; throws InputError otherwise.
+// "auto", "gavel", "gavel-legacy", "philly", "csv", "tiresias", "crius",
+// "pollux", "alibaba-pods", "philly-raw"; throws InputError otherwise.
 TraceFormat parse_trace_format(const std::string& name);
 std::string to_string(TraceFormat format);
 
@@ -41,7 +45,18 @@ struct TraceReadOptions {
   };
   std::vector<ModelShare> model_mix;
   std::function<double(const std::string& model, int batch, int gpus)> model_rate;
+  // Tiresias model names / Pollux applications -> job types of the table
+  // ("vgg16" -> "ResNet-50 (batch size 32)"); entries override the defaults
+  // documented in docs/formats.md. A value "model@batch" names a zoo model.
+  std::map<std::string, std::string> model_map;
+  // Alibaba GPU model names -> catalogue types ("G2" -> "t4"); entries
+  // override the defaults (T4, P100, V100M16, V100M32, A10).
+  std::map<std::string, std::string> gpu_map;
 };
+
+// "a=b,c=d" -> {a: b, c: d} (keys and values trimmed; a value may hold
+// spaces and parentheses but no comma); throws InputError naming `option`.
+std::map<std::string, std::string> parse_name_map(const std::string& spec, const std::string& option);
 
 // "gpt-350m@32:0.5,moe-1.3b@16:0.3,wrn-50-2@64" (weight defaults to 1) ->
 // shares; throws InputError on a bad item.

@@ -66,8 +66,10 @@ class Crius : public Policy {
       cell[i] = {static_cast<int>(node_type_[a.workers[0].node]), total(a.workers)};
       free[cell[i].type] -= cell[i].gpus;
     }
+    // A cell is (type, GPUs, locality): it fits on one node when a node of
+    // its type has that many GPUs (placement takes the fewest nodes).
     auto thr = [&](size_t i, int type, int gpus) {
-      return ctx.oracle->throughput(*jobs[i]->job, types_[type], gpus, true);
+      return ctx.oracle->throughput(*jobs[i]->job, types_[type], gpus, gpus <= max_node_[type]);
     };
 
     // 2. Waiting jobs in arrival order.
@@ -177,9 +179,12 @@ class Crius : public Policy {
     cluster_ = &cluster;
     types_ = cluster.gpu_types();
     node_type_.resize(cluster.nodes.size());
-    for (size_t n = 0; n < cluster.nodes.size(); ++n)
+    max_node_.assign(types_.size(), 0);
+    for (size_t n = 0; n < cluster.nodes.size(); ++n) {
       node_type_[n] = static_cast<size_t>(
           std::find(types_.begin(), types_.end(), cluster.nodes[n].gpu_type) - types_.begin());
+      max_node_[node_type_[n]] = std::max(max_node_[node_type_[n]], cluster.nodes[n].gpus);
+    }
     last_ids_.clear();
   }
 
@@ -187,6 +192,7 @@ class Crius : public Policy {
   const Cluster* cluster_ = nullptr;
   std::vector<std::string> types_;
   std::vector<size_t> node_type_;
+  std::vector<int> max_node_;  // GPUs of the largest node of each type
   std::set<int64_t> last_ids_;
 };
 

@@ -163,6 +163,15 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
     if (r < 0) r = allocation_throughput(oracle, j, cluster, ps);
     return r;
   };
+  // Failure replay: the attempt each job is in, and what it has left of it.
+  std::vector<size_t> attempt(n, 0);
+  std::vector<double> attempt_left(n, 0);
+  double failed_attempts = 0, lost_gpu_s = 0;
+  auto failing = [&](size_t i) {
+    return options.replay_failures && attempt[i] < trace.jobs[i].failed_attempts.size();
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (failing(i)) attempt_left[i] = trace.jobs[i].failed_attempts[0];
   std::vector<double> decision_ms;
   std::vector<JobState*> active;
   std::vector<Allocation> out;
@@ -239,7 +248,8 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
           s.current.copies.empty() ? 0.0 : std::min(options.consolidation_s, options.round_s);
       const double end = options.round_s - consolidation;
       sorted.assign(gangs.begin(), gangs.end());
-      const double tau = time_to_finish(sorted, s.remaining, end);
+      const bool fails = failing(idx);
+      const double tau = time_to_finish(sorted, fails ? attempt_left[idx] : s.remaining, end);
       const double trained_until = tau >= 0 ? tau : end;
       s.last_round_iterations.assign(gangs.size(), 0.0);
       double trained = 0;
@@ -252,7 +262,20 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       busy += gpus;
       progressing = progressing || s.throughput > 0;
       double held;
-      if (tau >= 0) {
+      if (fails) {
+        // A failing attempt: lost work; at its failure point it drops out.
+        held = tau >= 0 ? tau : options.round_s;
+        lost_gpu_s += gpus * held;
+        if (tau >= 0) {
+          ++failed_attempts;
+          ++attempt[idx];
+          attempt_left[idx] = failing(idx) ? s.job->failed_attempts[attempt[idx]] : 0;
+          s.current = Allocation{};
+          rates.clear();
+        } else {
+          attempt_left[idx] -= trained;
+        }
+      } else if (tau >= 0) {
         held = tau + consolidation;
         s.iterations_done += s.remaining;
         s.remaining = 0;
@@ -297,6 +320,11 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   }
   run.jobs = std::move(results);
   run.metrics = compute_metrics(run.jobs, total_gpus, decision_ms, rounds, seconds_since(wall_start));
+  if (options.replay_failures) {
+    run.params["replay_failures"] = "1";
+    run.metrics.extra["failed_attempts"] = failed_attempts;
+    run.metrics.extra["lost_gpu_s"] = lost_gpu_s;
+  }
   return run;
 }
 

@@ -20,6 +20,8 @@ struct SimOptions {
   double fork_efficiency = 1.0;
   double consolidation_s = 0;
   double horizon_s = -1;         // stop after this much simulated time (< 0: run to the end)
+  // Replay each job's failed attempts (Job::failed_attempts): see simulate().
+  bool replay_failures = false;
   bool record_utilization = true;
   // Called after each round with (now, finished jobs, total jobs); may be empty.
   std::function<void(double, long, long)> progress;
@@ -45,6 +47,13 @@ struct SimOptions {
 //    free at the next round start.
 //  - If no job runs, none can be placed and none will arrive, the run stops
 //    and the jobs left count as unfinished.
+//  - replay_failures: a job with failed attempts first runs them in order;
+//    attempt k fails at the moment it has trained failed_attempts[k]
+//    iterations (it cannot complete meanwhile), its work is lost (remaining
+//    stays the whole job), its GPUs are free at the next round start and it
+//    waits to be placed again (a fresh placement pays the restart). Then the
+//    last attempt trains the job. metrics.extra gets failed_attempts and
+//    lost_gpu_s (GPU-seconds of failed attempts).
 // Deterministic: the same inputs give the same record.
 RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
                    Policy& policy, const SimOptions& options = {});

@@ -40,6 +40,14 @@ double TableOracle::throughput(const Job& job, const std::string& gpu_type, int 
   return 0;
 }
 
+double TypeRestrictedOracle::throughput(const Job& job, const std::string& gpu_type, int workers,
+                                        bool consolidated) const {
+  if (!job.gpu_types.empty() &&
+      std::find(job.gpu_types.begin(), job.gpu_types.end(), gpu_type) == job.gpu_types.end())
+    return 0;
+  return inner_->throughput(job, gpu_type, workers, consolidated);
+}
+
 double allocation_throughput(const ThroughputOracle& oracle, const Job& job,
                              const Cluster& cluster, const std::vector<Placement>& workers) {
   if (workers.empty()) return 0;

@@ -1,6 +1,7 @@
 // Throughput oracles: iterations/s of a job on an allocation.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,22 @@ class TableOracle final : public ThroughputOracle {
  private:
   double lookup(const std::string& type, const std::string& job_type, int workers) const;
   const ThroughputTable& table_;
+};
+
+// Wraps another oracle: a job whose `gpu_types` is not empty gets 0 on any
+// other type (the trace restricted it, e.g. Alibaba's gpu_spec).
+class TypeRestrictedOracle final : public ThroughputOracle {
+ public:
+  explicit TypeRestrictedOracle(std::unique_ptr<ThroughputOracle> inner) : inner_(std::move(inner)) {}
+  double throughput(const Job& job, const std::string& gpu_type, int workers,
+                    bool consolidated) const override;
+  std::string source() const override { return inner_->source(); }
+  std::string plan(const Job& job, const std::string& gpu_type, int workers) const override {
+    return inner_->plan(job, gpu_type, workers);
+  }
+
+ private:
+  std::unique_ptr<ThroughputOracle> inner_;
 };
 
 // DESIGN: a job spread over several GPU types runs at its slowest worker:

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/throughput.h"
 
 #ifndef CELLSCHED_SHARED_DATA
 // Fallback when the build does not define it: ../shared/data next to the repository.
@@ -30,6 +31,13 @@ inline std::string shared_data(const std::string& rel) {
 #else
   return std::string(CELLSCHED_SHARED_DATA) + "/" + rel;
 #endif
+}
+
+// Gavel's simulation throughput table from the shared data, read once.
+inline const ThroughputTable& gavel_table() {
+  static const ThroughputTable t =
+      load_gavel_throughputs(shared_data("gavel/simulation_throughputs.json"));
+  return t;
 }
 
 // A fresh directory, removed with everything in it at the end of the test.

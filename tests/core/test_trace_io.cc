@@ -17,13 +17,8 @@ namespace {
 
 using testing::input_error;
 using testing::shared_data;
+using testing::gavel_table;
 using testing::TempDir;
-
-const ThroughputTable& gavel_table() {
-  static const ThroughputTable t =
-      load_gavel_throughputs(shared_data("gavel/simulation_throughputs.json"));
-  return t;
-}
 
 void expect_same_jobs(const Trace& a, const Trace& b) {
   ASSERT_EQ(a.jobs.size(), b.jobs.size());
@@ -459,8 +454,11 @@ TEST(TraceDetect, Errors) {
   EXPECT_INPUT_ERROR_PREFIX(load_trace(empty), empty + ": empty file");
   const std::string five = dir.write("five.tsv", "\na\tb\tc\td\te\n");
   EXPECT_INPUT_ERROR_PREFIX(load_trace(five), five + ":2: cannot tell the trace format");
-  const std::string other = dir.write("w.csv", "name,time,application,num_replicas,batch_size\n");
+  const std::string other = dir.write("w.csv", "name,time,app,replicas,batch_size\n");
   EXPECT_INPUT_ERROR_PREFIX(load_trace(other), other + ":1: cannot tell the trace format");
+  // A Pollux workload's header is known now (issue 15): no rows, no jobs.
+  const std::string pollux = dir.write("p.csv", "name,time,application,num_replicas,batch_size\n");
+  EXPECT_EQ(load_trace(pollux).format, "pollux");
   EXPECT_INPUT_ERROR_PREFIX(load_trace(dir.path("missing.csv")),
                             dir.path("missing.csv") + ": cannot open");
 }

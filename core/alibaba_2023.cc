@@ -1,0 +1,137 @@
+// Alibaba cluster-trace-gpu-v2023 (FGD, ATC'23): the node list as a cluster
+// and the pod list as jobs (docs/formats.md).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/cluster.h"
+#include "core/gpu.h"
+#include "core/trace_read.h"
+
+namespace cellsched {
+
+namespace {
+
+using detail::Ctx;
+using detail::trim;
+
+const char* const kNodeColumns = "sn,cpu_milli,memory_mib,gpu,model";
+const char* const kPodColumns =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time";
+
+// The trace's GPU model names onto the catalogue. G2 and G3 are Alibaba's
+// own names for GPUs it does not disclose, so they have no default.
+std::string alibaba_gpu(const Ctx& c, const std::string& name,
+                        const std::map<std::string, std::string>& user) {
+  if (auto it = user.find(name); it != user.end()) {
+    if (!find_gpu(it->second))
+      c.fail("--gpu-map maps '" + name + "' onto '" + it->second +
+             "', which is not in the GPU catalogue (cellsched gpus)");
+    return canonical_gpu_name(it->second);
+  }
+  static const std::map<std::string, std::string> defaults = {
+      {"T4", "t4"}, {"P100", "p100"}, {"V100M16", "v100"}, {"V100M32", "v100-32"}, {"A10", "a10"}};
+  if (auto it = defaults.find(name); it != defaults.end()) return canonical_gpu_name(it->second);
+  c.fail("unknown GPU model '" + name + "' (known: A10, P100, T4, V100M16, V100M32; G2 and G3 " +
+         "are undisclosed types: map them with --gpu-map " + name + "=TYPE)");
+}
+
+}  // namespace
+
+bool is_alibaba_node_header(std::string_view first_line) {
+  return detail::header_is(first_line, kNodeColumns);
+}
+
+Cluster load_alibaba_nodes(const std::string& path,
+                           const std::map<std::string, std::string>& gpu_map) {
+  std::string text = detail::read_file(path);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  Cluster cluster;
+  cluster.name = std::filesystem::path(path).filename().string();
+  std::set<std::string> names;
+  const auto lines = detail::split_lines(text);
+  detail::for_each_row(path, lines, "Alibaba 2023 node list", kNodeColumns,
+                       [&](const Ctx& c, const std::vector<std::string>& f) {
+    const std::string sn(trim(f[0]));
+    if (sn.empty()) c.fail("empty sn");
+    c.non_negative(f[1], "cpu_milli");
+    c.non_negative(f[2], "memory_mib");
+    const int gpus = c.non_negative_int(f[3], "gpu");
+    if (gpus > 1000000) c.fail("gpu must be at most 1000000");
+    if (!names.insert(sn).second) c.fail("duplicate node '" + sn + "'");
+    const std::string model(trim(f[4]));
+    if (gpus == 0) return;  // a CPU node
+    if (model.empty()) c.fail("node with " + std::to_string(gpus) + " GPUs has no model");
+    cluster.nodes.push_back(Node{sn, sn, alibaba_gpu(c, model, gpu_map), gpus});
+  });
+  if (cluster.nodes.empty()) fail_input(path, 0, "no GPU nodes");
+  return cluster;
+}
+
+namespace detail {
+
+// Pods as jobs: GPU pods only; arrival = creation_time (from the earliest),
+// duration = deletion_time - scheduled_time, the job type drawn with the seed
+// among the table's types measured at the pod's GPUs on the reference type
+// (as for Philly), iterations = duration x its steps/s there.
+void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
+                       const TraceReadOptions& options, Trace& t) {
+  if (!options.table) fail_input(path, 0, "Alibaba pods need a throughput table for job types");
+  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
+  if (by_sf.empty())
+    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
+  Rng rng(options.seed);
+  const size_t first = t.jobs.size();
+  for_each_row(path, lines, "Alibaba 2023 pod list", kPodColumns,
+               [&](const Ctx& c, const std::vector<std::string>& f) {
+    Job j;
+    j.name = std::string(trim(f[0]));
+    if (j.name.empty()) c.fail("empty name");
+    c.non_negative(f[1], "cpu_milli");
+    c.non_negative(f[2], "memory_mib");
+    const int num_gpu = c.non_negative_int(f[3], "num_gpu");
+    const int milli = c.non_negative_int(f[4], "gpu_milli");
+    if (milli > 1000) c.fail("gpu_milli must be at most 1000, got '" + f[4] + "'");
+    for (std::string_view g : split(f[5], '|'))
+      if (!trim(g).empty()) j.gpu_types.push_back(alibaba_gpu(c, std::string(trim(g)), options.gpu_map));
+    const double created = c.non_negative(f[8], "creation_time");
+    const bool ended = !trim(f[9]).empty() && !trim(f[10]).empty();
+    const double deleted = ended ? c.non_negative(f[9], "deletion_time") : 0;
+    const double scheduled = ended ? c.non_negative(f[10], "scheduled_time") : 0;
+    if (ended && deleted < scheduled)
+      c.fail("deletion_time " + f[9] + " is before scheduled_time " + f[10]);
+    if (ended && scheduled < created)
+      c.fail("scheduled_time " + f[10] + " is before creation_time " + f[8]);
+    if (num_gpu == 0) return count_note(t, "skipped: CPU-only pod");
+    if (!ended) return count_note(t, "skipped: never scheduled or never deleted (no duration)");
+    if (deleted == scheduled) return count_note(t, "skipped: zero duration");
+    if (milli > 0 && milli < 1000) count_note(t, "fractional GPU (gpu_milli < 1000) rounded up to 1");
+    count_note(t, "pod_phase " + std::string(trim(f[7])));
+    j.gpus = num_gpu;
+    auto it = by_sf.upper_bound(num_gpu);
+    if (it == by_sf.begin())
+      c.fail("no job type is measured at " + std::to_string(num_gpu) + " GPU(s) or fewer");
+    --it;
+    j.job_type = it->second[rng.below(it->second.size())];
+    auto [model, batch] = split_job_type(j.job_type);
+    j.model = model;
+    j.batch_size = batch;
+    const double duration = deleted - scheduled;
+    const double rate = reference_rate(*options.table, options.reference_gpu, j.job_type, num_gpu);
+    j.total_iterations = std::max(1.0, std::round(duration * rate));
+    j.duration_hint_s = duration;
+    j.arrival_s = created;
+    t.jobs.push_back(std::move(j));
+  });
+  if (t.jobs.size() > first) {
+    double origin = t.jobs[first].arrival_s;
+    for (size_t i = first; i < t.jobs.size(); ++i) origin = std::min(origin, t.jobs[i].arrival_s);
+    for (size_t i = first; i < t.jobs.size(); ++i) t.jobs[i].arrival_s -= origin;
+  }
+}
+
+}  // namespace detail
+
+}  // namespace cellsched

@@ -1,0 +1,185 @@
+// Philly's raw job log (msr-fiddle/philly-traces `cluster_job_log`, JSON): a
+// list of jobs with status, submission time and scheduling attempts. Each
+// job's object is parsed on its own, so errors name the line it starts on.
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/trace_read.h"
+
+namespace cellsched::detail {
+
+namespace {
+
+using nlohmann::json;
+
+// Top-level elements of a JSON array: [begin, end) byte ranges.
+struct Span {
+  size_t begin, end;
+};
+
+// Splits `[ {...}, {...} ]` into its elements without parsing them; false
+// (with the offset in `bad`) when the text is not an array of values.
+bool top_level_elements(std::string_view s, std::vector<Span>& out, size_t& bad) {
+  size_t i = 0;
+  auto ws = [&] {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
+  };
+  ws();
+  if (i >= s.size() || s[i] != '[') return bad = i, false;
+  ++i;
+  while (true) {
+    ws();
+    if (i < s.size() && s[i] == ']') return true;
+    const size_t begin = i;
+    int depth = 0;
+    bool in_string = false;
+    for (; i < s.size(); ++i) {
+      const char c = s[i];
+      if (in_string) {
+        if (c == '\\') ++i;
+        else if (c == '"') in_string = false;
+        continue;
+      }
+      if (c == '"') in_string = true;
+      else if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') {
+        if (depth == 0) break;  // the array's own ']'
+        --depth;
+      } else if (c == ',' && depth == 0) break;
+    }
+    if (i >= s.size() || in_string) return bad = begin, false;
+    out.push_back({begin, i});
+    if (s[i] == ',') ++i;
+  }
+}
+
+// A time field: "YYYY-MM-DD HH:MM:SS"; null, "", "None" -> not recorded.
+bool time_of(const Ctx& c, const json& o, const char* key, int64_t& out) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return false;
+  if (!it->is_string()) c.fail(std::string(key) + " must be a time string");
+  const std::string v = it->get<std::string>();
+  if (v.empty() || v == "None") return false;
+  if (!parse_timestamp(v, out))
+    c.fail(std::string("bad ") + key + " '" + v + "' (expected YYYY-MM-DD HH:MM:SS)");
+  return true;
+}
+
+struct Attempt {
+  int64_t start = 0, end = 0;
+  int gpus = 0;
+};
+
+}  // namespace
+
+void read_philly_raw(const std::string& path, std::string_view text,
+                     const TraceReadOptions& options, Trace& t) {
+  if (!options.table) fail_input(path, 0, "a Philly job log needs a throughput table for job types");
+  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
+  if (by_sf.empty())
+    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
+  std::vector<Span> spans;
+  size_t bad = 0;
+  auto line_at = [&, counted = size_t{0}, line = 1L](size_t offset) mutable {
+    if (offset < counted) counted = 0, line = 1;  // not expected: offsets grow
+    line += std::count(text.begin() + counted, text.begin() + offset, '\n');
+    counted = offset;
+    return line;
+  };
+  if (!top_level_elements(text, spans, bad))
+    fail_input(path, line_at(bad), "expected a JSON list of jobs (Philly's cluster_job_log)");
+  Rng rng(options.seed);
+  const size_t first = t.jobs.size();
+  std::vector<int64_t> submitted;
+  for (const Span& sp : spans) {
+    const long line = line_at(sp.begin);
+    const Ctx c{path, line};
+    json o;
+    try {
+      o = json::parse(text.substr(sp.begin, sp.end - sp.begin));
+    } catch (const json::parse_error& e) {
+      fail_input(path, line_at(sp.begin + std::min<size_t>(e.byte ? e.byte - 1 : 0, sp.end - sp.begin)),
+                 std::string("bad JSON: ") + e.what());
+    }
+    if (!o.is_object()) c.fail("a job must be a JSON object");
+    const auto id = o.find("jobid");
+    if (id == o.end() || !id->is_string() || id->get<std::string>().empty())
+      c.fail("job without a jobid string");
+    const std::string jobid = id->get<std::string>();
+    const auto st = o.find("status");
+    const std::string status = st != o.end() && st->is_string() ? st->get<std::string>() : "";
+    if (status != "Pass" && status != "Killed" && status != "Failed")
+      c.fail("job " + jobid + ": status must be Pass, Killed or Failed, got '" + status + "'");
+    int64_t submit = 0;
+    if (!time_of(c, o, "submitted_time", submit)) c.fail("job " + jobid + " has no submitted_time");
+    const auto at = o.find("attempts");
+    if (at == o.end() || !at->is_array()) c.fail("job " + jobid + ": attempts must be a list");
+    std::vector<Attempt> attempts;
+    bool running = false;
+    for (const json& a : *at) {
+      if (!a.is_object()) c.fail("job " + jobid + ": an attempt must be an object");
+      Attempt x;
+      const bool has_start = time_of(c, a, "start_time", x.start);
+      const bool has_end = time_of(c, a, "end_time", x.end);
+      running = has_start && !has_end;  // only matters for the last attempt
+      if (!has_start || !has_end) {
+        count_note(t, "attempts without a recorded start or end (left out)");
+        continue;
+      }
+      if (x.end < x.start) c.fail("job " + jobid + ": an attempt ends before it starts");
+      if (const auto d = a.find("detail"); d != a.end() && d->is_array())
+        for (const json& m : *d)
+          if (const auto g = m.find("gpus"); m.is_object() && g != m.end() && g->is_array())
+            x.gpus += static_cast<int>(g->size());
+      attempts.push_back(x);
+    }
+    count_note(t, "status " + status);
+    if (running) {
+      count_note(t, "skipped: still running at the snapshot");
+      continue;
+    }
+    if (attempts.empty()) {
+      count_note(t, "skipped: no attempt with a start and an end");
+      continue;
+    }
+    const Attempt& last = attempts.back();
+    if (last.gpus <= 0) {
+      count_note(t, "skipped: last attempt held no GPUs");
+      continue;
+    }
+    if (last.end == last.start) {
+      count_note(t, "skipped: zero duration");
+      continue;
+    }
+    Job j;
+    j.name = jobid;
+    auto it = by_sf.upper_bound(last.gpus);
+    if (it == by_sf.begin()) c.fail("no job type is measured at " + std::to_string(last.gpus) + " GPU(s) or fewer");
+    --it;
+    j.gpus = it->first;  // the largest measured scale factor <= the GPUs held, as for Philly
+    j.job_type = it->second[rng.below(it->second.size())];
+    auto [model, batch] = split_job_type(j.job_type);
+    j.model = model;
+    j.batch_size = batch;
+    const double rate = reference_rate(*options.table, options.reference_gpu, j.job_type, j.gpus);
+    const double duration = static_cast<double>(last.end - last.start);
+    j.total_iterations = std::max(1.0, std::round(duration * rate));
+    j.duration_hint_s = duration;
+    for (size_t k = 0; k + 1 < attempts.size(); ++k)
+      j.failed_attempts.push_back(
+          std::max(1.0, std::round(static_cast<double>(attempts[k].end - attempts[k].start) * rate)));
+    if (!j.failed_attempts.empty()) count_note(t, "failed attempts (replayed with --replay-failures)",
+                                               static_cast<long>(j.failed_attempts.size()));
+    submitted.push_back(submit);
+    t.jobs.push_back(std::move(j));
+  }
+  if (!submitted.empty()) {
+    const int64_t origin = *std::min_element(submitted.begin(), submitted.end());
+    for (size_t i = first; i < t.jobs.size(); ++i)
+      t.jobs[i].arrival_s = static_cast<double>(submitted[i - first] - origin);
+  }
+}
+
+}  // namespace cellsched::detail

@@ -1,0 +1,117 @@
+// `cellsched trace inspect|convert`, `simulate` and `cluster` on the field's
+// formats (issue 15): real processes on the fixtures.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/subprocess.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using cellsched::testing::Result;
+
+class ImportCli : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-import"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    return cellsched::testing::run_in(args, dir_);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return (dir_ / name).string();
+  }
+  static std::string fixture(const std::string& name) {
+    return std::string(CELLSCHED_TEST_DATA) + "/traces/" + name;
+  }
+  fs::path dir_;
+};
+
+TEST_F(ImportCli, InspectShowsWhatWasReadAndSkipped) {
+  Result r = run({"trace", "inspect", fixture("alibaba2023_pods.csv"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "alibaba-pods");
+  EXPECT_EQ(j["jobs"], 4);
+  bool cpu = false;
+  for (const auto& n : j["import_notes"])
+    cpu = cpu || (n["what"] == "skipped: CPU-only pod" && n["count"] == 1);
+  EXPECT_TRUE(cpu) << r.out;
+  r = run({"trace", "inspect", fixture("tiresias_60_job.csv")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("model vgg19 -> ResNet-50 (batch size 32)"), std::string::npos) << r.out;
+}
+
+TEST_F(ImportCli, ConvertWritesOwnCsvThatReadsBack) {
+  const std::string out = (dir_ / "t.csv").string();
+  Result r = run({"trace", "convert", fixture("arena_dummy_runtime_trace.csv"), "-o", out});
+  ASSERT_EQ(r.status, 0) << r.err;
+  Result a = run({"trace", "convert", out});
+  Result b = run({"trace", "convert", fixture("arena_dummy_runtime_trace.csv")});
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out.find(",name,gpu_types\n"), std::string::npos);
+  EXPECT_NE(a.out.find("0730acda-4851-7fe1-e2ba-d6fc5204dcc2"), std::string::npos);
+}
+
+TEST_F(ImportCli, FormatOptionAndModelMap) {
+  // --format names the reader; a mismatching header is an error at line 1.
+  Result r = run({"trace", "inspect", fixture("tiresias_60_job.csv"), "--format", "pollux"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("tiresias_60_job.csv:1: expected the Pollux header"), std::string::npos)
+      << r.err;
+  r = run({"trace", "inspect", fixture("tiresias_60_job.csv"), "--json", "--model-map",
+           "vgg19=Transformer,vgg16=LM (batch size 20)"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["job_types"]["LM (batch size 20)"], 6);
+  EXPECT_EQ(j["job_types"]["Transformer (batch size 16)"], 6);
+  r = run({"trace", "inspect", fixture("tiresias_60_job.csv"), "--model-map", "vgg19"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--model-map: expected NAME=VALUE"), std::string::npos) << r.err;
+}
+
+TEST_F(ImportCli, SimulateTakesTheFilesDirectly) {
+  Result r = run({"simulate", "--trace", fixture("alibaba2023_pods.csv"), "--cluster",
+                  fixture("alibaba2023_nodes.csv"), "--policy", "fifo,crius", "--no-db", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["runs"].size(), 2u);
+  // The T4-only pod: Gavel's table has no T4, so the warning names it.
+  EXPECT_NE(r.err.find("warning: 1 of 4 jobs cannot run"), std::string::npos) << r.err;
+  r = run({"simulate", "--trace", fixture("arena_dummy_runtime_trace.csv"), "--cluster",
+           "a40:16,a10:16", "--oracle", "measured", "--cells-table", fixture("measured_cells.csv"),
+           "--policy", "crius,gavel,tiresias", "--round", "60", "--no-db", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto runs = nlohmann::json::parse(r.out)["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  for (const auto& one : runs) EXPECT_EQ(one["metrics"]["completed"], 22) << one["policy"];
+  r = run({"simulate", "--trace", fixture("arena_dummy_runtime_trace.csv"), "--cluster", "a40:8",
+           "--oracle", "measured", "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--cells-table"), std::string::npos) << r.err;
+}
+
+TEST_F(ImportCli, BadRowExitsTwoWithFileAndLine) {
+  const std::string bad = write("p.csv", "\xEF\xBB\xBFname,time,application,num_replicas,batch_size\r\n"
+                                         "a-0,10,cifar10,2,512\r\nb-1,20,cifar10,0,512\r\n");
+  Result r = run({"simulate", "--trace", bad, "--cluster", "v100:8", "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(bad + ":3: num_replicas must be a positive integer"), std::string::npos)
+      << r.err;
+  const std::string cells = write("c.csv", "model,batch,precision,gpu_type,hosts,gpus_per_host,"
+                                           "iter_time_s\nm,8,amp,a40,1,1,-2\n");
+  r = run({"simulate", "--trace", fixture("arena_dummy_runtime_trace.csv"), "--cluster", "a40:8",
+           "--oracle", "measured", "--cells-table", cells, "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(cells + ":2: iter_time_s must be positive"), std::string::npos) << r.err;
+  r = run({"cluster", write("g.csv", "sn,cpu_milli,memory_mib,gpu,model\nn,1,1,8,G3\n")});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("g.csv:2: unknown GPU model 'G3'"), std::string::npos) << r.err;
+}
+
+}  // namespace
