@@ -1,18 +1,35 @@
-// hadar and hadare (DESIGN "Policies").
+// hadar and hadare (DESIGN "Policies"; docs/hadar.md reads the paper and
+// says what was chosen where it is ambiguous).
 //
-// Hadar: task-level heterogeneity. Each round every GPU type k has a price
-// that grows exponentially with the GPUs already given out this round,
-//   p_k(y) = (U_min / 2) * (2 U_max / U_min) ** (y / C_k),
-// where U_max / U_min bound the per-GPU utility of the active jobs. A job's
-// utility for an allocation a is w_j / (T(a) - now), T(a) = now + remaining /
-// throughput(a). For each job and candidate bottleneck type b the cheapest
-// placement of its W workers on types at least as fast (per worker) as b is
-// found exactly: prices are convex, so taking the cheapest next GPU W times is
-// optimal. Payoff = utility - sum of prices. Jobs are admitted in order of
-// highest positive payoff with lazy re-evaluation (prices only rise within a
-// round, so a stale payoff is an upper bound); payoff <= 0 waits. Workers of
-// each type go on the fewest nodes of that type; a job whose per-type counts
-// are unchanged keeps its exact placement.
+// Hadar, an online primal-dual allocator, one round at a time:
+// - Utility. A job's utility is a non-increasing function of its completion
+//   time measured from its arrival (JCT), f_j(x) = -w_j (x + x^2 / (2 tau)).
+//   Running a round on allocation a brings the job's completion forward by
+//   round_s * rate(a) / rate* seconds (rate* = its whole gang on its fastest
+//   type, one node), so a is worth |f_j'(x_j)| * rate(a) / rate* (in units
+//   of a round), x_j = age + remaining / rate* the JCT it heads for. A job's
+//   claim grows with its age: a long old job is not starved by a stream of
+//   short ones. A round that restarts the job trains (round - restart) /
+//   round of it. A job with a deadline it can still meet only by running now
+//   is worth kDeadlineBoost times as much (the deadline-shaped variant).
+// - Prices. Each GPU type k has a price growing exponentially with the GPUs
+//   committed to it this round, p_k(y) = (U_min/2)(2 U_max/U_min)^(y/C_k),
+//   with U_max / U_min the largest / smallest per-GPU round utility of any
+//   job seen so far in the run (bounds over the input, not over this
+//   round's jobs).
+// - Each round's DP: every job's best response (bottleneck type, GPUs per
+//   type) under current prices is found exactly (convex prices: the cheapest
+//   next GPU, W times), and jobs are committed in order of payoff = utility -
+//   price, re-evaluated lazily (prices and free GPUs only move one way within
+//   a round, so a stale payoff is an upper bound). Paying jobs (payoff > 0)
+//   come first by construction; the rest follow in the same price-ordered
+//   payoff while they fit: the policy is work-conserving.
+// - Mixing. A job uses only its bottleneck type b when b has W free GPUs;
+//   it mixes (all of b's free GPUs plus the cheapest of types at least as
+//   fast) only when b lacks capacity.
+// - Valuation. A candidate is valued with the throughput the engine will
+//   charge: consolidated only when the workers fit on one node (the placement
+//   then uses one node), unconsolidated otherwise, bottleneck across types.
 //
 // HadarE: after Hadar's allocation, every node left with idle GPUs runs a copy
 // of the active job that gains most there (a copy uses up to W_j GPUs of that
@@ -21,8 +38,9 @@
 #include <cmath>
 #include <limits>
 #include <queue>
-#include <unordered_map>
 
+#include "core/error.h"
+#include "scheduler/hadar_common.h"
 #include "scheduler/oracle.h"
 #include "scheduler/policies.h"
 
@@ -30,180 +48,255 @@ namespace cellsched {
 namespace {
 
 constexpr double kNever = -std::numeric_limits<double>::infinity();
+constexpr double kDeadlineBoost = 4;
+
+// One way to place a job this round.
+struct Candidate {
+  std::vector<int> counts;  // GPUs per type
+  double rate = 0;          // iterations/s, as the engine will charge it
+  bool keep = false;        // exactly last round's placement
+};
 
 class Hadar : public Policy {
  public:
-  explicit Hadar(bool fork) : fork_(fork) {}
-  std::string name() const override { return fork_ ? "hadare" : "hadar"; }
+  explicit Hadar(HadarOptions o) : opt_(o) {}
+  std::string name() const override { return opt_.fork ? "hadare" : "hadar"; }
 
   void decide(const RoundContext& ctx, std::vector<Allocation>& out) override {
-    const Cluster& cluster = *ctx.cluster;
-    const auto& jobs = *ctx.jobs;
-    index_types(cluster);
-    const size_t K = types_.size();
-
-    // Per-worker throughput of every job on every type (cached per job).
-    prune_cache(jobs);
-    std::vector<JobCache*> caches(jobs.size());
-    std::vector<const std::vector<double>*> per_worker(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      caches[i] = &cache_of(ctx, *jobs[i]->job);
-      per_worker[i] = &caches[i]->per_worker;
-    }
-
-    // Utility bounds: per-GPU utility w * v / remaining over jobs and types.
-    double u_max = 0, u_min = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      for (size_t k = 0; k < K; ++k) {
-        const double v = (*per_worker[i])[k];
-        if (v <= 0) continue;
-        const double u = jobs[i]->job->weight * v / jobs[i]->remaining;
-        u_max = std::max(u_max, u);
-        u_min = std::min(u_min, u);
-      }
-    }
-
-    std::vector<int> capacity(K, 0), free_k(K, 0);
-    for (const Node& n : cluster.nodes) capacity[type_of_node_[&n - cluster.nodes.data()]] += n.gpus;
-    free_k = capacity;
-    std::vector<int> given(K, 0);  // y_k: GPUs given out this round
-    auto price = [&](size_t k, int y) { return hadar_price(u_min, u_max, capacity[k], y); };
-
-    // Best (payoff, per-type counts) of job i under the current prices.
-    std::vector<int> counts(K), best_counts(K);
-    auto evaluate = [&](size_t i, std::vector<int>* chosen) {
-      const JobState& s = *jobs[i];
-      const int w = s.job->gpus;
-      const std::vector<double>& v = *per_worker[i];
-      double best = kNever;
-      for (size_t b = 0; b < K; ++b) {
-        if (v[b] <= 0) continue;
-        std::fill(counts.begin(), counts.end(), 0);
-        double cost = 0;
-        int placed = 0;
-        for (; placed < w; ++placed) {
-          int pick = -1;
-          double pick_price = 0;
-          for (size_t k = 0; k < K; ++k) {
-            if (v[k] < v[b] || counts[k] >= free_k[k]) continue;
-            const double p = price(k, given[k] + counts[k]);
-            if (pick < 0 || p < pick_price) pick = static_cast<int>(k), pick_price = p;
-          }
-          if (pick < 0) break;
-          ++counts[pick];
-          cost += pick_price;
-        }
-        if (placed < w) continue;
-        const double utility = s.job->weight * w * v[b] / s.remaining;
-        if (utility - cost > best) {
-          best = utility - cost;
-          if (chosen) *chosen = counts;
-        }
-      }
-      return best;
-    };
-
-    using Entry = std::pair<double, size_t>;  // (payoff, job index); ties: lower index first
-    auto cmp = [](const Entry& a, const Entry& b) {
-      return a.first < b.first || (a.first == b.first && a.second > b.second);
-    };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      out[i] = Allocation{};
-      const double p = evaluate(i, nullptr);
-      if (p > 0) heap.push({p, i});
-    }
-    std::vector<std::vector<int>> admitted(jobs.size());
-    while (!heap.empty()) {
-      const auto [stale, i] = heap.top();
-      heap.pop();
-      const double p = evaluate(i, &best_counts);
-      if (p <= 0) continue;
-      if (!heap.empty() && p < heap.top().first) {
-        heap.push({p, i});
-        continue;
-      }
-      admitted[i] = best_counts;
-      for (size_t k = 0; k < K; ++k) {
-        given[k] += best_counts[k];
-        free_k[k] -= best_counts[k];
-      }
-    }
-
-    // Node placement: unchanged jobs keep their GPUs, the rest fill in.
-    std::vector<int> free(cluster.nodes.size());
-    for (size_t n = 0; n < free.size(); ++n) free[n] = cluster.nodes[n].gpus;
-    std::vector<char> placed(jobs.size(), 0);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (admitted[i].empty() || jobs[i]->current.workers.empty()) continue;
-      if (type_counts(jobs[i]->current.workers) != admitted[i]) continue;
-      out[i].workers = jobs[i]->current.workers;
-      for (const Placement& p : out[i].workers) free[p.node] -= p.gpus;
-      placed[i] = 1;
-    }
-    std::vector<char> allowed(cluster.nodes.size());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (admitted[i].empty() || placed[i]) continue;
-      bool ok = true;
-      for (size_t k = 0; k < K && ok; ++k) {
-        if (admitted[i][k] == 0) continue;
-        for (size_t n = 0; n < allowed.size(); ++n) allowed[n] = type_of_node_[n] == k;
-        auto ps = place_fewest_nodes(free, admitted[i][k], &allowed);
-        ok = !ps.empty();
-        out[i].workers.insert(out[i].workers.end(), ps.begin(), ps.end());
-      }
-      if (!ok) {  // cannot happen while per-type counts fit; never leave half a gang
-        for (const Placement& p : out[i].workers) free[p.node] += p.gpus;
-        out[i].workers.clear();
-      }
-    }
-    if (fork_) add_copies(ctx, out, caches, free);
+    ctx_ = &ctx;
+    if (idx_.index(*ctx.cluster)) cache_.clear();
+    cache_.prune(*ctx.jobs);
+    start_round();
+    update_bounds();
+    for (Allocation& a : out) a = Allocation{};
+    commit_all(out);
+    if (opt_.fork) add_copies(out);
   }
 
  private:
   struct JobCache {
-    std::vector<double> per_worker;          // at the job's own scale, per type
-    std::vector<std::vector<double>> copy;   // [type][c]: copy throughput with c GPUs (lazy, <0 unknown)
+    std::vector<double> packed;  // per-worker throughput on one node, per type
+    std::vector<double> spread;  // per-worker throughput over several nodes
+    std::vector<std::vector<double>> copy;  // [type][c]: copy throughput (lazy, <0 unknown)
     const ThroughputOracle* oracle = nullptr;
   };
 
-  void index_types(const Cluster& cluster) {
-    if (cluster_ == &cluster && type_of_node_.size() == cluster.nodes.size()) return;
-    cluster_ = &cluster;
-    types_ = cluster.gpu_types();
-    type_of_node_.resize(cluster.nodes.size());
-    for (size_t n = 0; n < cluster.nodes.size(); ++n)
-      type_of_node_[n] = static_cast<size_t>(
-          std::find(types_.begin(), types_.end(), cluster.nodes[n].gpu_type) - types_.begin());
-    cache_.clear();
-  }
+  const std::vector<JobState*>& jobs() const { return *ctx_->jobs; }
+  size_t types() const { return idx_.types.size(); }
 
-  JobCache& cache_of(const RoundContext& ctx, const Job& job) {
+  JobCache& cache_of(const Job& job) {
     JobCache& c = cache_[job.id];
-    if (c.oracle != ctx.oracle || c.per_worker.size() != types_.size()) {
-      c.oracle = ctx.oracle;
-      c.per_worker.assign(types_.size(), 0);
-      for (size_t k = 0; k < types_.size(); ++k)
-        c.per_worker[k] = ctx.oracle->throughput(job, types_[k], job.gpus, true) / job.gpus;
-      c.copy.assign(types_.size(), std::vector<double>(job.gpus + 1, -1));
+    if (c.oracle != ctx_->oracle || c.packed.size() != types()) {
+      c.oracle = ctx_->oracle;
+      c.packed.assign(types(), 0);
+      c.spread.assign(types(), 0);
+      for (size_t k = 0; k < types(); ++k) {
+        const std::string& t = idx_.types[k];
+        c.packed[k] = ctx_->oracle->throughput(job, t, job.gpus, true) / job.gpus;
+        c.spread[k] = job.gpus > 1 ? ctx_->oracle->throughput(job, t, job.gpus, false) / job.gpus
+                                   : c.packed[k];
+      }
+      c.copy.assign(types(), std::vector<double>(job.gpus + 1, -1));
     }
     return c;
   }
 
-  void prune_cache(const std::vector<JobState*>& jobs) {
-    if (cache_.size() <= 2 * jobs.size() + 64) return;
-    std::unordered_map<int64_t, JobCache> kept;
-    for (const JobState* s : jobs) {
-      auto it = cache_.find(s->job->id);
-      if (it != cache_.end()) kept.emplace(it->first, std::move(it->second));
+  void start_round() {
+    const Cluster& cluster = *ctx_->cluster;
+    const size_t N = cluster.nodes.size(), K = types();
+    free_.assign(N, 0);
+    hold_.assign(N, 0);
+    capacity_.assign(K, 0);
+    for (size_t n = 0; n < N; ++n) {
+      free_[n] = cluster.nodes[n].gpus;
+      capacity_[idx_.type_of_node[n]] += cluster.nodes[n].gpus;
     }
-    cache_.swap(kept);
+    free_k_ = capacity_;
+    given_.assign(K, 0);
+    max_free_.assign(K, 0);
+    for (size_t k = 0; k < K; ++k) refresh_max_free(k);
+    const size_t J = jobs().size();
+    caches_.resize(J);
+    current_.assign(J, {});
+    current_rate_.assign(J, 0);
+    for (size_t i = 0; i < J; ++i) {
+      const JobState& s = *jobs()[i];
+      caches_[i] = &cache_of(*s.job);
+      if (s.current.workers.empty()) continue;
+      current_[i] = idx_.counts(s.current.workers);
+      current_rate_[i] = allocation_throughput(*ctx_->oracle, *s.job, cluster, s.current.workers);
+      for (const Placement& p : s.current.workers) hold_[p.node] += p.gpus;
+    }
   }
 
-  std::vector<int> type_counts(const std::vector<Placement>& ps) const {
-    std::vector<int> c(types_.size(), 0);
-    for (const Placement& p : ps) c[type_of_node_[p.node]] += p.gpus;
-    return c;
+  void refresh_max_free(size_t k) {
+    int m = 0;
+    for (size_t n = 0; n < free_.size(); ++n)
+      if (idx_.type_of_node[n] == k) m = std::max(m, free_[n]);
+    max_free_[k] = m;
+  }
+
+  // Round utility of job i running at `rate` iterations/s (file comment):
+  // |f'(x)| times the seconds by which a round at `rate` brings its
+  // completion forward, in rounds (1 at its best single-type rate).
+  double utility(size_t i, double rate, bool keep) const {
+    const JobState& s = *jobs()[i];
+    if (!(rate > 0) || !(s.remaining > 0)) return 0;
+    const double best = best_rate(i);
+    const double p = s.remaining / best;  // seconds to finish at the best rate
+    const double x = ctx_->now - s.job->arrival_s + p;
+    double urgency = s.job->weight * (1 + x / opt_.aging_s);
+    const double d = s.job->deadline_s;
+    if (d >= 0 && ctx_->now + p <= d && ctx_->now + ctx_->round_s + p > d) urgency *= kDeadlineBoost;
+    const double trains = keep ? 1.0 : std::max(0.0, ctx_->round_s - ctx_->restart_s) / ctx_->round_s;
+    return urgency * (rate / best) * trains;
+  }
+  // Whole-gang rate on its fastest type, on one node.
+  double best_rate(size_t i) const {
+    const std::vector<double>& v = caches_[i]->packed;
+    return jobs()[i]->job->gpus * *std::max_element(v.begin(), v.end());
+  }
+
+  // U_max / U_min: per-GPU round utility of every job on each type it can
+  // use, folded into bounds that only widen over the run.
+  void update_bounds() {
+    for (size_t i = 0; i < jobs().size(); ++i) {
+      const int w = jobs()[i]->job->gpus;
+      for (size_t k = 0; k < types(); ++k) {
+        const double u = utility(i, w * caches_[i]->packed[k], true) / w;
+        if (!(u > 0)) continue;
+        u_max_ = std::max(u_max_, u);
+        u_min_ = std::min(u_min_, u);
+      }
+    }
+  }
+
+  double price(size_t k, int y) const { return hadar_price(u_min_, u_max_, capacity_[k], y); }
+  // Sum of the prices of `m` more GPUs of type k (a geometric series).
+  double price_of(size_t k, int m) const {
+    if (m <= 0) return 0;
+    const double first = price(k, given_[k]);
+    if (!(first > 0)) return 0;
+    const double q = std::pow(2 * u_max_ / u_min_, 1.0 / capacity_[k]);
+    return first * (std::pow(q, m) - 1) / (q - 1);
+  }
+
+  // Whether job i's placement of last round is still free.
+  bool can_keep(size_t i) const {
+    for (const Placement& p : jobs()[i]->current.workers)
+      if (free_[p.node] < p.gpus) return false;
+    return !jobs()[i]->current.workers.empty();
+  }
+
+  // Best payoff of job i under current prices (kNever when it does not fit);
+  // its candidate in `best`.
+  double evaluate(size_t i, Candidate* best) {
+    const int w = jobs()[i]->job->gpus;
+    const JobCache& c = *caches_[i];
+    const size_t K = types();
+    double top = kNever;
+    for (size_t b = 0; b < K; ++b) {
+      if (c.packed[b] <= 0 || free_k_[b] <= 0) continue;
+      counts_.assign(K, 0);
+      double cost, rate;
+      if (free_k_[b] >= w) {
+        counts_[b] = w;
+        cost = price_of(b, w);
+        rate = w * (max_free_[b] >= w ? c.packed[b] : c.spread[b]);
+      } else {  // b lacks capacity: all of it, the rest on types at least as fast
+        counts_[b] = free_k_[b];
+        cost = price_of(b, free_k_[b]);
+        double per_worker = c.spread[b];
+        for (int left = w - free_k_[b]; left > 0; --left) {
+          int pick = -1;
+          double pick_price = 0;
+          for (size_t k = 0; k < K; ++k) {
+            if (k == b || c.spread[k] < c.spread[b] || counts_[k] >= free_k_[k]) continue;
+            const double p = price(k, given_[k] + counts_[k]);
+            if (pick < 0 || p < pick_price) pick = static_cast<int>(k), pick_price = p;
+          }
+          if (pick < 0) {
+            per_worker = 0;
+            break;
+          }
+          ++counts_[pick];
+          cost += pick_price;
+          per_worker = std::min(per_worker, c.spread[pick]);
+        }
+        rate = w * per_worker;
+      }
+      if (!(rate > 0)) continue;
+      const bool keep = counts_ == current_[i] && can_keep(i);
+      if (keep) rate = current_rate_[i];
+      const double payoff = utility(i, rate, keep) - cost;
+      if (payoff > top) {
+        top = payoff;
+        if (best) *best = {counts_, rate, keep};
+      }
+    }
+    return top;
+  }
+
+  // Commits jobs in order of payoff while any fits (lazy re-evaluation).
+  void commit_all(std::vector<Allocation>& out) {
+    using Entry = std::pair<double, size_t>;  // (payoff, job); ties: earlier job first
+    auto cmp = [](const Entry& a, const Entry& b) {
+      return a.first < b.first || (a.first == b.first && a.second > b.second);
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp);
+    for (size_t i = 0; i < jobs().size(); ++i) {
+      const double p = evaluate(i, nullptr);
+      if (p > kNever) heap.push({p, i});
+    }
+    Candidate best;
+    while (!heap.empty()) {
+      const size_t i = heap.top().second;
+      heap.pop();
+      const double p = evaluate(i, &best);
+      if (p == kNever) continue;  // no longer fits, and never will this round
+      if (!heap.empty() && p < heap.top().first) {
+        heap.push({p, i});
+        continue;
+      }
+      place(i, best, out[i]);
+    }
+  }
+
+  // Puts job i's workers on nodes: last round's placement when kept, else per
+  // type on the fewest nodes, preferring GPUs no other job held last round.
+  void place(size_t i, const Candidate& c, Allocation& a) {
+    const JobState& s = *jobs()[i];
+    for (const Placement& p : s.current.workers) hold_[p.node] -= p.gpus;
+    if (c.keep) {
+      a.workers = s.current.workers;
+    } else {
+      const int w = s.job->gpus;
+      for (size_t k = 0; k < types(); ++k) {
+        if (c.counts[k] == 0) continue;
+        const bool one_node = c.counts[k] == w && max_free_[k] >= w;
+        auto ps = place_type(k, c.counts[k], one_node);
+        a.workers.insert(a.workers.end(), ps.begin(), ps.end());
+      }
+    }
+    for (const Placement& p : a.workers) free_[p.node] -= p.gpus;
+    for (size_t k = 0; k < types(); ++k) {
+      if (c.counts[k] == 0) continue;
+      given_[k] += c.counts[k];
+      free_k_[k] -= c.counts[k];
+      refresh_max_free(k);
+    }
+  }
+
+  // `m` GPUs of type k on the fewest nodes (one node when `one_node`); GPUs
+  // held by other jobs last round only when the rest do not do.
+  std::vector<Placement> place_type(size_t k, int m, bool one_node) {
+    std::vector<int> avail(free_.size(), 0);
+    for (size_t n = 0; n < free_.size(); ++n)
+      if (idx_.type_of_node[n] == k) avail[n] = std::max(0, free_[n] - std::max(0, hold_[n]));
+    auto ps = place_fewest_nodes(avail, m);
+    if (!ps.empty() && (!one_node || ps.size() == 1)) return ps;
+    for (size_t n = 0; n < free_.size(); ++n) avail[n] = idx_.type_of_node[n] == k ? free_[n] : 0;
+    return place_fewest_nodes(avail, m);
   }
 
   // HadarE: fill every idle GPU with copies. For a node with g idle GPUs, the
@@ -211,40 +304,37 @@ class Hadar : public Policy {
   // most weighted iterations it can still use this round, relative to its
   // remaining work; ties go to keeping last round's copy (no restart), then to
   // the earlier job.
-  void add_copies(const RoundContext& ctx, std::vector<Allocation>& out,
-                  const std::vector<JobCache*>& caches, std::vector<int>& free) {
-    const auto& jobs = *ctx.jobs;
-    const Cluster& cluster = *ctx.cluster;
-    const double full = ctx.round_s;
-    const double fresh = std::max(0.0, ctx.round_s - ctx.restart_s);
-    // Rate each job already has this round (main gang).
-    std::vector<double> rate(jobs.size(), 0);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (out[i].workers.empty()) continue;
-      rate[i] = allocation_throughput(*ctx.oracle, *jobs[i]->job, cluster, out[i].workers);
-    }
+  void add_copies(std::vector<Allocation>& out) {
+    const auto& js = jobs();
+    const Cluster& cluster = *ctx_->cluster;
+    const double full = ctx_->round_s;
+    const double fresh = std::max(0.0, ctx_->round_s - ctx_->restart_s);
+    std::vector<double> rate(js.size(), 0);  // main gang's rate this round
+    for (size_t i = 0; i < js.size(); ++i)
+      if (!out[i].workers.empty())
+        rate[i] = allocation_throughput(*ctx_->oracle, *js[i]->job, cluster, out[i].workers);
     // Last round's copies per node: (job index, GPUs).
     std::vector<std::vector<std::pair<size_t, int>>> previous(cluster.nodes.size());
-    for (size_t i = 0; i < jobs.size(); ++i)
-      for (const auto& copy : jobs[i]->current.copies)
+    for (size_t i = 0; i < js.size(); ++i)
+      for (const auto& copy : js[i]->current.copies)
         if (copy.size() == 1) previous[copy[0].node].push_back({i, copy[0].gpus});
     for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-      const size_t k = type_of_node_[n];
-      while (free[n] > 0) {
+      const size_t k = idx_.type_of_node[n];
+      while (free_[n] > 0) {
         int best = -1;
         double best_gain = 0, best_raw = 0;
         bool best_kept = false;
         int best_c = 0;
-        for (size_t i = 0; i < jobs.size(); ++i) {
-          if (caches[i]->per_worker[k] <= 0) continue;
-          const JobState& s = *jobs[i];
-          const int c = std::min(s.job->gpus, free[n]);
-          const double r = copy_rate(ctx, *s.job, *caches[i], k, c);
+        for (size_t i = 0; i < js.size(); ++i) {
+          if (caches_[i]->packed[k] <= 0) continue;
+          const JobState& s = *js[i];
+          const int c = std::min(s.job->gpus, free_[n]);
+          const double r = copy_rate(*s.job, *caches_[i], k, c);
           if (r <= 0) continue;
           const bool kept = std::find(previous[n].begin(), previous[n].end(),
                                       std::pair<size_t, int>{i, c}) != previous[n].end();
-          const double tau = kept ? full : fresh;
-          const double useful = std::min(r * tau, std::max(0.0, s.remaining - rate[i] * full));
+          const double useful =
+              std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate[i] * full));
           const double gain = s.job->weight * useful / s.remaining;
           const double raw = s.job->weight * r / s.remaining;
           const bool better =
@@ -256,23 +346,31 @@ class Hadar : public Policy {
         }
         if (best < 0) break;  // no active job can use this node
         out[best].copies.push_back({{static_cast<int>(n), best_c}});
-        rate[best] += copy_rate(ctx, *jobs[best]->job, *caches[best], k, best_c);
-        free[n] -= best_c;
+        rate[best] += copy_rate(*js[best]->job, *caches_[best], k, best_c);
+        free_[n] -= best_c;
       }
     }
   }
 
-  double copy_rate(const RoundContext& ctx, const Job& job, JobCache& jc, size_t k, int c) {
+  double copy_rate(const Job& job, JobCache& jc, size_t k, int c) {
     double& r = jc.copy[k][c];
-    if (r < 0) r = ctx.oracle->throughput(job, types_[k], c, true);
+    if (r < 0) r = ctx_->oracle->throughput(job, idx_.types[k], c, true);
     return r;
   }
 
-  bool fork_;
-  const Cluster* cluster_ = nullptr;
-  std::vector<std::string> types_;
-  std::vector<size_t> type_of_node_;
-  std::unordered_map<int64_t, JobCache> cache_;
+  HadarOptions opt_;
+  const RoundContext* ctx_ = nullptr;
+  hadar_detail::TypeIndex idx_;
+  hadar_detail::JobCacheMap<JobCache> cache_;
+  double u_max_ = 0, u_min_ = std::numeric_limits<double>::infinity();
+  // This round: per node, free GPUs and GPUs held last round by jobs not yet
+  // placed; per type, capacity, free GPUs, GPUs given out and the most free
+  // on one node; per job, its cache, last round's type counts and rate.
+  std::vector<int> free_, hold_, capacity_, free_k_, given_, max_free_;
+  std::vector<JobCache*> caches_;
+  std::vector<std::vector<int>> current_;
+  std::vector<double> current_rate_;
+  std::vector<int> counts_;  // scratch for evaluate()
 };
 
 }  // namespace
@@ -282,7 +380,15 @@ double hadar_price(double u_min, double u_max, int capacity, int given) {
   return u_min / 2 * std::pow(2 * u_max / u_min, static_cast<double>(given) / capacity);
 }
 
-std::unique_ptr<Policy> make_hadar() { return std::make_unique<Hadar>(false); }
-std::unique_ptr<Policy> make_hadare() { return std::make_unique<Hadar>(true); }
+std::unique_ptr<Policy> make_hadar(HadarOptions options) {
+  if (!(options.aging_s > 0)) throw InputError("hadar: aging time scale must be positive");
+  return std::make_unique<Hadar>(options);
+}
+std::unique_ptr<Policy> make_hadar() { return make_hadar(HadarOptions{}); }
+std::unique_ptr<Policy> make_hadare() {
+  HadarOptions o;
+  o.fork = true;
+  return make_hadar(o);
+}
 
 }  // namespace cellsched

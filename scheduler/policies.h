@@ -30,8 +30,21 @@ std::unique_ptr<Policy> make_crius(CriusOptions options = {});
 std::unique_ptr<Policy> make_tiresias();
 // Throws InputError for thresholds that are not positive and increasing.
 std::unique_ptr<Policy> make_tiresias(TiresiasOptions options);
+// Hadar (scheduler/hadar.cc; docs/hadar.md).
+struct HadarOptions {
+  // tau of the JCT utility f(x) = -w (x + x^2 / (2 tau)), seconds: how much
+  // a job's claim grows with its age and length (docs/hadar.md, chosen by
+  // the measurements there). Must be positive.
+  double aging_s = 7 * 24 * 3600.0;
+  bool fork = false;  // HadarE: copies on the GPUs Hadar leaves idle
+};
 std::unique_ptr<Policy> make_hadar();
 std::unique_ptr<Policy> make_hadare();
+// Throws InputError for a non-positive aging_s.
+std::unique_ptr<Policy> make_hadar(HadarOptions options);
+// Hadar as DESIGN first read (per-round U bounds, payoff <= 0 waits):
+// scheduler/hadar_design.cc, policy "hadar-design".
+std::unique_ptr<Policy> make_hadar_design();
 // Hadar's price of the next GPU of a type with `capacity` GPUs of which
 // `given` are already given out this round: (u_min/2) (2 u_max/u_min)^(given/capacity).
 double hadar_price(double u_min, double u_max, int capacity, int given);

@@ -17,7 +17,8 @@ int Allocation::gpus() const {
 }
 
 std::vector<std::string> policy_names() {
-  return {"fifo", "yarn-cs", "tiresias", "gavel", "gavel-makespan", "hadar", "hadare", "crius"};
+  return {"fifo", "yarn-cs", "tiresias", "gavel", "gavel-makespan", "hadar", "hadare", "crius",
+          "hadar-design"};
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name) {
@@ -25,6 +26,7 @@ std::unique_ptr<Policy> make_policy(const std::string& name) {
   if (name == "yarn-cs") return make_yarn_cs();
   if (name == "hadar") return make_hadar();
   if (name == "hadare") return make_hadare();
+  if (name == "hadar-design") return make_hadar_design();
   if (name == "crius") return make_crius();
   if (name == "gavel") return make_gavel(false);
   if (name == "gavel-makespan") return make_gavel(true);

@@ -1,0 +1,63 @@
+// Pieces scheduler/hadar.cc and scheduler/hadar_design.cc share (private to
+// scheduler/).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster.h"
+#include "scheduler/policy.h"
+
+namespace cellsched::hadar_detail {
+
+// The GPU types of a cluster and the type of each node.
+struct TypeIndex {
+  const Cluster* cluster = nullptr;
+  std::vector<std::string> types;
+  std::vector<size_t> type_of_node;
+
+  // Re-indexes when `c` is not the cluster indexed last; true when it did.
+  bool index(const Cluster& c) {
+    if (cluster == &c && type_of_node.size() == c.nodes.size()) return false;
+    cluster = &c;
+    types = c.gpu_types();
+    type_of_node.resize(c.nodes.size());
+    for (size_t n = 0; n < c.nodes.size(); ++n)
+      type_of_node[n] = static_cast<size_t>(
+          std::find(types.begin(), types.end(), c.nodes[n].gpu_type) - types.begin());
+    return true;
+  }
+
+  // GPUs per type of a placement.
+  std::vector<int> counts(const std::vector<Placement>& ps) const {
+    std::vector<int> c(types.size(), 0);
+    for (const Placement& p : ps) c[type_of_node[p.node]] += p.gpus;
+    return c;
+  }
+};
+
+// Per-job figures kept across rounds; entries of departed jobs are dropped
+// once the map has grown well past the active set.
+template <class T>
+class JobCacheMap {
+ public:
+  T& operator[](int64_t id) { return map_[id]; }
+  void clear() { map_.clear(); }
+  void prune(const std::vector<JobState*>& jobs) {
+    if (map_.size() <= 2 * jobs.size() + 64) return;
+    std::unordered_map<int64_t, T> kept;
+    for (const JobState* s : jobs) {
+      auto it = map_.find(s->job->id);
+      if (it != map_.end()) kept.emplace(it->first, std::move(it->second));
+    }
+    map_.swap(kept);
+  }
+
+ private:
+  std::unordered_map<int64_t, T> map_;
+};
+
+}  // namespace cellsched::hadar_detail

@@ -1,0 +1,185 @@
+// hadar-design: Hadar as DESIGN first described it, kept so that the
+// difference to `hadar` (scheduler/hadar.cc) stays measurable
+// (docs/hadar.md).
+//
+// Each round every GPU type k has a price that grows exponentially with the
+// GPUs already given out this round,
+//   p_k(y) = (U_min / 2) * (2 U_max / U_min) ** (y / C_k),
+// where U_max / U_min bound the per-GPU utility of the active jobs (recomputed
+// every round). A job's utility for an allocation a is w_j / (T(a) - now),
+// T(a) = now + remaining / throughput(a), with the consolidated throughput.
+// For each job and candidate bottleneck type b the cheapest placement of its W
+// workers on types at least as fast (per worker) as b is found exactly (convex
+// prices: taking the cheapest next GPU W times is optimal). Payoff = utility
+// - sum of prices. Jobs are admitted in order of highest positive payoff with
+// lazy re-evaluation; payoff <= 0 waits, even while GPUs idle. Workers of
+// each type go on the fewest nodes of that type; a job whose per-type counts
+// are unchanged keeps its exact placement.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+#include "scheduler/hadar_common.h"
+#include "scheduler/oracle.h"
+#include "scheduler/policies.h"
+
+namespace cellsched {
+namespace {
+
+constexpr double kNever = -std::numeric_limits<double>::infinity();
+
+class HadarDesign : public Policy {
+ public:
+  std::string name() const override { return "hadar-design"; }
+
+  void decide(const RoundContext& ctx, std::vector<Allocation>& out) override {
+    const Cluster& cluster = *ctx.cluster;
+    const auto& jobs = *ctx.jobs;
+    if (idx_.index(cluster)) cache_.clear();
+    const std::vector<size_t>& type_of_node = idx_.type_of_node;
+    const size_t K = idx_.types.size();
+
+    // Per-worker throughput of every job on every type (cached per job).
+    cache_.prune(jobs);
+    std::vector<JobCache*> caches(jobs.size());
+    std::vector<const std::vector<double>*> per_worker(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      caches[i] = &cache_of(ctx, *jobs[i]->job);
+      per_worker[i] = &caches[i]->per_worker;
+    }
+
+    // Utility bounds: per-GPU utility w * v / remaining over jobs and types.
+    double u_max = 0, u_min = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      for (size_t k = 0; k < K; ++k) {
+        const double v = (*per_worker[i])[k];
+        if (v <= 0) continue;
+        const double u = jobs[i]->job->weight * v / jobs[i]->remaining;
+        u_max = std::max(u_max, u);
+        u_min = std::min(u_min, u);
+      }
+    }
+
+    std::vector<int> capacity(K, 0), free_k(K, 0);
+    for (const Node& n : cluster.nodes) capacity[type_of_node[&n - cluster.nodes.data()]] += n.gpus;
+    free_k = capacity;
+    std::vector<int> given(K, 0);  // y_k: GPUs given out this round
+    auto price = [&](size_t k, int y) { return hadar_price(u_min, u_max, capacity[k], y); };
+
+    // Best (payoff, per-type counts) of job i under the current prices.
+    std::vector<int> counts(K), best_counts(K);
+    auto evaluate = [&](size_t i, std::vector<int>* chosen) {
+      const JobState& s = *jobs[i];
+      const int w = s.job->gpus;
+      const std::vector<double>& v = *per_worker[i];
+      double best = kNever;
+      for (size_t b = 0; b < K; ++b) {
+        if (v[b] <= 0) continue;
+        std::fill(counts.begin(), counts.end(), 0);
+        double cost = 0;
+        int placed = 0;
+        for (; placed < w; ++placed) {
+          int pick = -1;
+          double pick_price = 0;
+          for (size_t k = 0; k < K; ++k) {
+            if (v[k] < v[b] || counts[k] >= free_k[k]) continue;
+            const double p = price(k, given[k] + counts[k]);
+            if (pick < 0 || p < pick_price) pick = static_cast<int>(k), pick_price = p;
+          }
+          if (pick < 0) break;
+          ++counts[pick];
+          cost += pick_price;
+        }
+        if (placed < w) continue;
+        const double utility = s.job->weight * w * v[b] / s.remaining;
+        if (utility - cost > best) {
+          best = utility - cost;
+          if (chosen) *chosen = counts;
+        }
+      }
+      return best;
+    };
+
+    using Entry = std::pair<double, size_t>;  // (payoff, job index); ties: lower index first
+    auto cmp = [](const Entry& a, const Entry& b) {
+      return a.first < b.first || (a.first == b.first && a.second > b.second);
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      out[i] = Allocation{};
+      const double p = evaluate(i, nullptr);
+      if (p > 0) heap.push({p, i});
+    }
+    std::vector<std::vector<int>> admitted(jobs.size());
+    while (!heap.empty()) {
+      const auto [stale, i] = heap.top();
+      heap.pop();
+      const double p = evaluate(i, &best_counts);
+      if (p <= 0) continue;
+      if (!heap.empty() && p < heap.top().first) {
+        heap.push({p, i});
+        continue;
+      }
+      admitted[i] = best_counts;
+      for (size_t k = 0; k < K; ++k) {
+        given[k] += best_counts[k];
+        free_k[k] -= best_counts[k];
+      }
+    }
+
+    // Node placement: unchanged jobs keep their GPUs, the rest fill in.
+    std::vector<int> free(cluster.nodes.size());
+    for (size_t n = 0; n < free.size(); ++n) free[n] = cluster.nodes[n].gpus;
+    std::vector<char> placed(jobs.size(), 0);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (admitted[i].empty() || jobs[i]->current.workers.empty()) continue;
+      if (idx_.counts(jobs[i]->current.workers) != admitted[i]) continue;
+      out[i].workers = jobs[i]->current.workers;
+      for (const Placement& p : out[i].workers) free[p.node] -= p.gpus;
+      placed[i] = 1;
+    }
+    std::vector<char> allowed(cluster.nodes.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (admitted[i].empty() || placed[i]) continue;
+      bool ok = true;
+      for (size_t k = 0; k < K && ok; ++k) {
+        if (admitted[i][k] == 0) continue;
+        for (size_t n = 0; n < allowed.size(); ++n) allowed[n] = type_of_node[n] == k;
+        auto ps = place_fewest_nodes(free, admitted[i][k], &allowed);
+        ok = !ps.empty();
+        out[i].workers.insert(out[i].workers.end(), ps.begin(), ps.end());
+      }
+      if (!ok) {  // cannot happen while per-type counts fit; never leave half a gang
+        for (const Placement& p : out[i].workers) free[p.node] += p.gpus;
+        out[i].workers.clear();
+      }
+    }
+  }
+
+ private:
+  struct JobCache {
+    std::vector<double> per_worker;          // at the job's own scale, per type
+    const ThroughputOracle* oracle = nullptr;
+  };
+
+  JobCache& cache_of(const RoundContext& ctx, const Job& job) {
+    JobCache& c = cache_[job.id];
+    if (c.oracle != ctx.oracle || c.per_worker.size() != idx_.types.size()) {
+      c.oracle = ctx.oracle;
+      c.per_worker.assign(idx_.types.size(), 0);
+      for (size_t k = 0; k < idx_.types.size(); ++k)
+        c.per_worker[k] = ctx.oracle->throughput(job, idx_.types[k], job.gpus, true) / job.gpus;
+    }
+    return c;
+  }
+
+  hadar_detail::TypeIndex idx_;
+  hadar_detail::JobCacheMap<JobCache> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_hadar_design() { return std::make_unique<HadarDesign>(); }
+
+}  // namespace cellsched
