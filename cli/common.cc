@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -90,6 +92,30 @@ std::string all_policies() {
 }
 
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+
+std::function<void(double, long, long)> sim_progress(const std::string& label) {
+  if (!stderr_is_tty()) return {};
+  using clock = std::chrono::steady_clock;
+  struct State {
+    clock::time_point start = clock::now(), last{};
+    long rounds = 0;
+  };
+  auto st = std::make_shared<State>();
+  return [label, st](double t, long done, long total) {
+    ++st->rounds;
+    const auto now = clock::now();
+    if (now - st->last < std::chrono::milliseconds(200) && done < total) return;
+    st->last = now;
+    const double secs = std::chrono::duration<double>(now - st->start).count();
+    std::cerr << "\r\033[K" << label << ": simulated " << fixed(t / 3600, 1) << " h, " << done << "/" << total
+              << " jobs done, " << (secs > 0 ? fixed(static_cast<double>(st->rounds) / secs, 0) : "-") << " rounds/s"
+              << std::flush;
+  };
+}
+
+void clear_progress() {
+  if (stderr_is_tty()) std::cerr << "\r\033[K" << std::flush;
+}
 
 void Table::print(std::ostream& out) const {
   std::vector<size_t> width(header_.size(), 0);

@@ -1,6 +1,7 @@
 // Shared pieces of the command-line front end.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -70,6 +71,12 @@ std::string all_policies();
 
 // True when stderr is a terminal (progress goes there only then).
 bool stderr_is_tty();
+
+// A progress line for a simulation on stderr, only when it is a terminal (else
+// empty): "LABEL: simulated 123.4 h, 500/82247 jobs done, 812 rounds/s",
+// redrawn at most 5 times a second. clear_progress() wipes it.
+std::function<void(double, long, long)> sim_progress(const std::string& label);
+void clear_progress();
 
 // Simple aligned text table.
 class Table {

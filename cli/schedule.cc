@@ -48,7 +48,9 @@ int cmd_schedule(const std::vector<std::string>& args) {
   SimOptions so = in.options;
   so.on_round = [&](double t, const std::vector<JobState*>& jobs,
                     const std::vector<Allocation>& out) { recorder.record(t, jobs, out); };
+  so.progress = sim_progress(policy->name());
   const RunRecord run = simulate(in.trace, in.cluster, *in.oracle, *policy, so);
+  clear_progress();
   const Schedule schedule = recorder.finish(run);
 
   std::error_code ec;

@@ -54,16 +54,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
               << oracle.source() << " (first: " << in.first_unrunnable << ")\n";
   double bounds[2] = {-1, -1};
   std::vector<RunRecord> runs;
-  for (auto& policy : policy_objs) {
-    if (stderr_is_tty()) {
-      const std::string label = policy->name();
-      so.progress = [label](double t, long done, long total) {
-        std::cerr << "\r" << label << ": t=" << fixed(t / 3600, 1) << " h, " << done << "/"
-                  << total << " jobs done   " << std::flush;
-      };
-    }
+  for (size_t pi = 0; pi < policy_objs.size(); ++pi) {
+    auto& policy = policy_objs[pi];
+    so.progress = sim_progress("[" + std::to_string(pi + 1) + "/" + std::to_string(policy_objs.size()) + "] " +
+                               policy->name());
     RunRecord run = simulate(trace, cluster, oracle, *policy, so);
-    if (stderr_is_tty()) std::cerr << "\r" << std::string(60, ' ') << "\r";
+    clear_progress();
     const double bound = vm.count("no-bound") ? -1 : bound_for(*policy, in, bounds);
     if (bound > 0) {
       run.metrics.extra["ttd_bound_s"] = bound;

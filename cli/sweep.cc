@@ -142,7 +142,6 @@ int cmd_sweep(const std::vector<std::string>& args) {
   so.fork_efficiency = fork_efficiency;
   so.consolidation_s = consolidation_s;
   std::vector<Cell> cells;
-  const bool tty = stderr_is_tty();
   for (size_t ri = 0; ri < rates.size(); ++ri) {
     GenerateOptions g;
     g.jobs = jobs;
@@ -154,17 +153,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
                  std::to_string(seed);
     for (const std::string& name : names) {
       auto policy = make_policy(name);  // fresh state for every run
-      if (tty) {
-        const std::string label = "rate " + rate_label(rates[ri]) + "/h (" +
-                                  std::to_string(ri + 1) + "/" + std::to_string(rates.size()) +
-                                  "), " + name;
-        so.progress = [label, shown = -1L](double, long done, long total) mutable {
-          if (done == shown) return;  // one line per completion, not per round
-          shown = done;
-          std::cerr << "\r" << label << ": " << done << "/" << total << " jobs done   "
-                    << std::flush;
-        };
-      }
+      so.progress = sim_progress("rate " + rate_label(rates[ri]) + "/h (" + std::to_string(ri + 1) + "/" +
+                                 std::to_string(rates.size()) + "), " + name);
       Cell c;
       c.policy = name;
       c.rate = rates[ri];
@@ -186,7 +176,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       cells.push_back(std::move(c));
     }
   }
-  if (tty) std::cerr << "\r" << std::string(72, ' ') << "\r" << std::flush;
+  clear_progress();
 
   nlohmann::json doc = {{"jobs", jobs},
                         {"seed", seed},
