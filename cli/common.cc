@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <regex>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -50,6 +51,30 @@ void write_maps_if_asked() {
   f << in.rdbuf();
 }
 
+namespace {
+
+// Boost prints a double default with 17 digits ("=0.90000000000000002"):
+// print the shortest form that reads back the same ("=0.9").
+std::string shortest_defaults(const std::string& help) {
+  static const std::regex long_number(R"(\(=(-?[0-9]+\.[0-9]{10,}(e[-+]?[0-9]+)?)\))");
+  std::string out;
+  auto it = std::sregex_iterator(help.begin(), help.end(), long_number);
+  size_t last = 0;
+  for (; it != std::sregex_iterator(); ++it) {
+    const double v = std::strtod((*it)[1].str().c_str(), nullptr);
+    char buf[64];
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+      if (std::strtod(buf, nullptr) == v) break;
+    }
+    out += help.substr(last, static_cast<size_t>(it->position()) - last) + "(=" + buf + ")";
+    last = static_cast<size_t>(it->position() + it->length());
+  }
+  return out + help.substr(last);
+}
+
+}  // namespace
+
 bool parse(const std::string& usage, const std::vector<std::string>& args,
            const po::options_description& options, const po::positional_options_description& pos,
            po::variables_map& vm) {
@@ -57,7 +82,9 @@ bool parse(const std::string& usage, const std::vector<std::string>& args,
   all.add_options()("help,h", "show this help");
   po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
   if (vm.count("help")) {
-    std::cout << "usage: " << usage << "\n\n" << all << "\n";
+    std::ostringstream text;
+    text << all;
+    std::cout << "usage: " << usage << "\n\n" << shortest_defaults(text.str()) << "\n";
     return false;
   }
   po::notify(vm);
@@ -144,6 +171,12 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
 }
 
 std::string hours(double seconds) { return seconds < 0 ? "-" : fixed(seconds / 3600.0, 2); }

@@ -91,6 +91,8 @@ class Table {
 };
 
 std::string fixed(double v, int decimals);
+// `s` with each control character shown as '?' (one line, safe in a table).
+std::string printable(std::string s);
 std::string hours(double seconds);  // "12.34" (h), "-" for negative
 
 int cmd_simulate(const std::vector<std::string>& args);

@@ -77,7 +77,7 @@ int db_show(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& r : runs) a.push_back(run_to_json(r, true));
-    std::cout << (a.size() == 1 ? a[0] : a).dump(2) << "\n";
+    std::cout << a.dump(2) << "\n";  // always an array, one element per run asked for
     return 0;
   }
   for (const auto& r : runs) {

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cli/common.h"
 #include "core/error.h"
 
 extern char** environ;
@@ -193,12 +194,16 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
     close_out(f, util_dat);
   }
 
+  // Lines drawn later are thinner and dashed differently, so a policy whose
+  // curve coincides with an earlier one's still shows on top of it.
   auto series = [](const fs::path& dat, const std::vector<int>& blocks,
                    const std::vector<std::string>& titles, const char* style) {
     std::string s;
     for (size_t i = 0; i < blocks.size(); ++i) {
+      const double lw = std::max(0.8, 3.0 - 0.35 * static_cast<double>(i));
       s += (i ? ", \\\n     " : "plot ") + quote(dat.string()) + " index " +
-           std::to_string(blocks[i]) + " using 1:2 " + style + " title " + quote(titles[i]);
+           std::to_string(blocks[i]) + " using 1:2 " + style + " lw " + fixed(lw, 2) + " dt " +
+           std::to_string(i % 5 + 1) + " title " + quote(titles[i]);
     }
     return s.empty() ? std::string("plot NaN notitle") : s;
   };
@@ -212,7 +217,7 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
       << "set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n";
     if (cdf_blocks.empty())
       f << "set xrange [0.1:10]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n";
-    f << series(cdf_dat, cdf_blocks, cdf_titles, "with steps lw 2") << "\n";
+    f << series(cdf_dat, cdf_blocks, cdf_titles, "with steps") << "\n";
     f << "unset label 1\nunset logscale x\nset autoscale x\n"
       << "set output " << quote((d / "utilization.png").string()) << "\n"
       << "set title 'GPU utilization'\n"
@@ -220,7 +225,7 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
       << "set yrange [0:1.05]\nset key top right\n";
     if (util_blocks.empty())
       f << "set xrange [0:1]\nset label 1 'no rounds recorded' at graph 0.5,0.5 center\n";
-    f << series(util_dat, util_blocks, util_titles, "with steps lw 1.5") << "\n";
+    f << series(util_dat, util_blocks, util_titles, "with steps") << "\n";
     f << "unset output\n";
     close_out(f, script);
   }
@@ -280,7 +285,8 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
   check_png(d / "jct_vs_load.png");
 }
 
-void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir) {
+void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir,
+                const std::map<int64_t, std::string>& job_types) {
   const fs::path d = make_dir(dir);
   find_gnuplot();
   // Row of GPU g on node n: nodes stacked top to bottom in cluster order.
@@ -290,27 +296,36 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
     first_row[n.name] = rows;
     rows += n.gpus;
   }
-  const fs::path dat = d / "gantt.dat";
-  auto f = open_out(dat);
-  f << "# x_center_h y_row half_width_h job_id\n";
+  // One data block per job type (legend entries), in order of first appearance.
+  std::vector<std::string> types;
+  std::map<std::string, std::ostringstream> blocks;
   for (const ScheduleEntry& e : schedule.entries) {
     auto it = first_row.find(e.node);
     if (it == first_row.end() || e.end_s <= e.start_s) continue;
+    const auto t = job_types.find(e.job_id);
+    const std::string type = t == job_types.end() || t->second.empty() ? "other" : t->second;
+    if (!blocks.count(type)) types.push_back(type);
     const double mid = (e.start_s + e.end_s) / 2 / 3600, half = (e.end_s - e.start_s) / 2 / 3600;
-    for (int g : e.gpu_indices)
-      f << mid << " " << rows - 1 - (it->second + g) << " " << half << " " << e.job_id << "\n";
+    for (int g : e.gpu_indices) blocks[type] << mid << " " << rows - 1 - (it->second + g) << " " << half << "\n";
   }
+  const fs::path dat = d / "gantt.dat";
+  auto f = open_out(dat);
+  f << "# x_center_h y_row half_width_h; one block per job type\n";
+  for (const std::string& type : types) f << "# " << printable(type) << "\n" << blocks[type].str() << "\n\n";
   close_out(f, dat);
   const fs::path png = d / "gantt.png", gp = d / "gantt.gp";
   auto s = open_out(gp);
   const int height = std::clamp(120 + rows * 6, 480, 2400);
-  s << "set terminal pngcairo noenhanced size 1200," << height << " font 'sans,10'\n"
+  // Twelve distinguishable colours (ColorBrewer Paired); past twelve types the
+  // colours repeat with a hatch pattern.
+  static const char* const colours[] = {"#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a", "#b15928",
+                                        "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#ffff99"};
+  s << "set terminal pngcairo noenhanced size 1400," << height << " font 'sans,10'\n"
     << "set output " << quote(png.string()) << "\n"
-    << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster) << "\n"
-    << "set xlabel 'time (hours)'\nset ylabel 'GPU (by node)'\nunset key\n"
-    << "set yrange [-0.5:" << rows - 0.5 << "]\nset grid xtics\n"
-    << "set palette defined (0 '#1b9e77', 1 '#d95f02', 2 '#7570b3', 3 '#e7298a', 4 '#66a61e', "
-       "5 '#e6ab02', 6 '#a6761d', 7 '#666666')\nset cbrange [0:7]\nunset colorbox\n";
+    << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster + " (colour: job type)") << "\n"
+    << "set xlabel 'time (hours)'\nset ylabel 'GPU (by node)'\n"
+    << "set key outside right top vertical Left reverse noautotitle font 'sans,8'\n"
+    << "set yrange [-0.5:" << rows - 0.5 << "]\nset grid xtics\n";
   // Node labels at the middle of each node's rows, when there are few enough.
   if (cluster.nodes.size() <= 64) {
     s << "set ytics (";
@@ -323,8 +338,17 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
   } else {
     s << "unset ytics\n";
   }
-  s << "plot " << quote(dat.string())
-    << " using 1:2:3:(0.4):(int($4) % 8) with boxxyerror fillstyle solid 0.9 noborder lc palette\n";
+  if (types.empty()) {
+    s << "set xrange [0:1]\nset label 1 'nothing was placed' at graph 0.5,0.5 center\nplot NaN notitle\n";
+  } else {
+    for (size_t i = 0; i < types.size(); ++i)
+      s << (i ? ", \\\n     " : "plot ") << quote(dat.string()) << " index " << i
+        << " using 1:2:3:(0.4) with boxxyerror fillstyle "
+        << (i < 12 ? std::string("solid 0.9") : "pattern " + std::to_string((i / 12 - 1) % 7 + 1))
+        << " noborder lc rgb '" << colours[i % 12]
+        << "' title " << quote(printable(types[i]));
+    s << "\n";
+  }
   close_out(s, gp);
   run_gnuplot(gp.string());
   check_png(png);

@@ -4,6 +4,8 @@
 // be restyled and rerun by hand.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,9 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
 // gantt.png in `dir`: one row per GPU (grouped by node, labelled with the
 // node name), a bar per schedule entry over time (hours), coloured by job.
 // Data: gantt.dat, script: gantt.gp.
-void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir);
+// Boxes coloured by job type (`job_types`: job id -> type; jobs missing from
+// it are "other"), with a legend of the types.
+void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir,
+                const std::map<int64_t, std::string>& job_types);
 
 }  // namespace cellsched::cli

@@ -1,5 +1,8 @@
 #include "cli/report.h"
 
+#include <cmath>
+#include <set>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,7 +45,14 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
   j["throughputs"] = r.throughputs;
   j["params"] = r.params;
   nlohmann::json m = nlohmann::json::object();
-  for (const auto& [k, v] : metric_pairs(r.metrics)) m[k] = v;
+  // Counts print as integers (600, not 600.0); everything else as measured.
+  static const std::set<std::string> counts = {"jobs", "completed", "rounds", "failed_attempts"};
+  for (const auto& [k, v] : metric_pairs(r.metrics)) {
+    if (counts.count(k) && std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9e15)
+      m[k] = static_cast<int64_t>(v);
+    else
+      m[k] = v;
+  }
   j["metrics"] = m;
   if (with_jobs) {
     nlohmann::json jobs = nlohmann::json::array();

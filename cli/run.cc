@@ -181,13 +181,18 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("json", po::bool_switch(&as_json), "print the job as JSON");
   po::variables_map vm;
   if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
-  if (command.empty()) throw InputError("submit: no command: put it after `--`, e.g. `-- python3 train.py`");
-  if (command[0].empty()) throw InputError("submit: the command name is empty");
+  if (command.empty()) throw InputError("no command: put it after `--`, e.g. `-- python3 train.py`");
+  if (command[0].empty()) throw InputError("the command name is empty");
   if (!(j.iterations > 0) || !std::isfinite(j.iterations))
-    throw InputError("submit: --iterations must be positive (got " + num(j.iterations) + ")");
-  if (j.gpus <= 0) throw InputError("submit: --gpus must be positive (got " + std::to_string(j.gpus) + ")");
-  if (!(j.weight > 0)) throw InputError("submit: --weight must be positive");
-  if (j.batch_size < 0) throw InputError("submit: --batch must not be negative");
+    throw InputError("--iterations must be positive (got " + num(j.iterations) + ")");
+  if (j.gpus <= 0) throw InputError("--gpus must be positive (got " + std::to_string(j.gpus) + ")");
+  if (!(j.weight > 0)) throw InputError("--weight must be positive");
+  if (j.batch_size < 0) throw InputError("--batch must not be negative");
+  for (const std::string* text : {&j.name, &j.job_type, &j.model})
+    for (unsigned char ch : *text)
+      if (ch < 0x20 || ch == 0x7f)
+        throw InputError("--name, --job-type and --model must be one line of printable text (got a control "
+                         "character in '" + printable(*text) + "')");
   if (j.job_type.empty() && !j.model.empty())
     j.job_type = j.batch_size > 0 ? j.model + " (batch size " + std::to_string(j.batch_size) + ")" : j.model;
   if (j.model.empty() && !j.job_type.empty()) {
@@ -196,7 +201,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
     if (j.batch_size == 0) j.batch_size = batch;
   }
   j.workdir = fs::absolute(j.workdir.empty() ? fs::current_path() : fs::path(j.workdir)).lexically_normal().string();
-  if (!fs::is_directory(j.workdir)) throw InputError("submit: --workdir " + j.workdir + ": no such directory");
+  if (!fs::is_directory(j.workdir)) throw InputError("--workdir " + j.workdir + ": no such directory");
   db::OnlineStore store = db::OnlineStore::open(db_path);
   // Checks against what the runner announced (its node list and executor).
   const std::string executor = store.meta("executor").value_or("local");
@@ -205,7 +210,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
                                 ? runner::find_executable(command[0])
                                 : (fs::path(j.workdir) / command[0]).string();
     if (exe.empty() || access(exe.c_str(), X_OK) != 0)
-      throw InputError("submit: command '" + command[0] + "' is not an executable here (not found in PATH, or not executable)");
+      throw InputError("command '" + command[0] + "' is not an executable here (not found in PATH, or not executable)");
   }
   if (const auto nodes = store.meta("nodes")) {
     // The runner's node list is stored as YAML; count its GPUs.
@@ -217,7 +222,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       if (p != std::string::npos) total += std::atoi(line.c_str() + p + 5);
     }
     if (total > 0 && j.gpus > total)
-      throw InputError("submit: --gpus " + std::to_string(j.gpus) + " is more than the runner's " +
+      throw InputError("--gpus " + std::to_string(j.gpus) + " is more than the runner's " +
                        std::to_string(total) + " GPUs");
   }
   j.command = command;
@@ -319,7 +324,7 @@ int cmd_status(const std::vector<std::string>& args) {
       ++copies;
       for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + std::to_string(p.gpus);
     }
-    t.add({std::to_string(j.id), j.name, j.state, std::to_string(j.gpus), num(std::floor(done_of(j))),
+    t.add({std::to_string(j.id), printable(j.name), j.state, std::to_string(j.gpus), num(std::floor(done_of(j))),
            num(j.iterations), std::to_string(copies), where.empty() ? "-" : where, std::to_string(j.failures)});
   }
   t.print(std::cout);
@@ -339,15 +344,21 @@ int cmd_cancel(const std::vector<std::string>& args) {
   po::options_description opts("options");
   opts.add_options()
       ("job", po::value(&id)->required(), "job id")
-      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)");
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
+      ("json", "print {\"id\", \"state\", \"cancel_requested\"} instead of a sentence");
   po::positional_options_description pos;
   pos.add("job", 1);
   po::variables_map vm;
-  if (!parse("cellsched cancel JOB [--db PATH]", args, opts, pos, vm)) return 0;
+  if (!parse("cellsched cancel JOB [--db PATH] [--json]", args, opts, pos, vm)) return 0;
   require_db(db_path);
   db::OnlineStore store = db::OnlineStore::open(db_path);
   const auto state = store.request_cancel(id);
-  if (!state) throw InputError("cancel: no job " + std::to_string(id) + " in " + db_path);
+  if (!state) throw InputError("no job " + std::to_string(id) + " in " + db_path);
+  if (vm.count("json")) {
+    std::cout << json{{"id", id}, {"state", *state}, {"cancel_requested", *state == "queued" || *state == "running"}}.dump()
+              << "\n";
+    return 0;
+  }
   if (*state == "cancelled") std::cout << "job " << id << " cancelled\n";
   else if (*state == "queued" || *state == "running")
     std::cout << "job " << id << ": cancel requested (the runner stops it)\n";

@@ -25,15 +25,16 @@ int cmd_schedule(const std::vector<std::string>& args) {
   add_replay_options(opt, ra);
   opt.add_options()
       ("policy", po::value(&policy_name)->default_value("hadare"), "one policy")
-      ("out", po::value(&out_dir)->default_value("schedule"), "write schedule.json, schedule.csv and gantt.png here")
+      ("out", po::value(&out_dir), "write schedule.json, schedule.csv and gantt.png here (default: ./schedule, or "
+                                   "nothing with --json)")
       ("no-plots", "skip gantt.png")
       ("json", "print the schedule as JSON on stdout");
   po::variables_map vm;
-  // `--jobs` is what the issue calls the trace; accept both.
+  // `--jobs` is an older name of --trace; still accepted.
   std::vector<std::string> a = args;
   for (std::string& s : a)
     if (s == "--jobs") s = "--trace";
-  if (!parse("cellsched schedule --jobs F --cluster SPEC [--policy P] [--out DIR]", a, opt, {}, vm))
+  if (!parse("cellsched schedule --trace F --cluster SPEC [--policy P] [--out DIR] [--json]", a, opt, {}, vm))
     return 0;
   auto policy = make_policy(policy_name);
   const ReplayInputs in = load_replay_inputs(ra);
@@ -53,11 +54,14 @@ int cmd_schedule(const std::vector<std::string>& args) {
   clear_progress();
   const Schedule schedule = recorder.finish(run);
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
+  // With --json and no --out the schedule goes to stdout only.
+  const bool write_files = vm.count("out") || !vm.count("json");
+  if (!vm.count("out")) out_dir = "schedule";
   const std::filesystem::path d(out_dir);
-  {
+  if (write_files) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
     std::ofstream f(d / "schedule.json");
     if (!f) throw InputError((d / "schedule.json").string() + ": cannot write");
     f << schedule_to_json(schedule) << "\n";
@@ -65,9 +69,11 @@ int cmd_schedule(const std::vector<std::string>& args) {
     if (!c) throw InputError((d / "schedule.csv").string() + ": cannot write");
     write_schedule_csv(schedule, c);
   }
-  if (!vm.count("no-plots")) {
+  if (write_files && !vm.count("no-plots")) {
     try {
-      plot_gantt(schedule, in.cluster, out_dir);
+      std::map<int64_t, std::string> types;
+      for (const Job& j : in.trace.jobs) types[j.id] = j.job_type;
+      plot_gantt(schedule, in.cluster, out_dir, types);
     } catch (const std::runtime_error& e) {
       std::cerr << "cellsched schedule: gantt.png skipped: " << e.what() << "\n";
     }

@@ -258,7 +258,12 @@ Cluster load_cluster(const std::string& spec_or_path,
   if (s.find(':') != std::string::npos && s.find('/') == std::string::npos &&
       !std::filesystem::exists(s, ec))
     return parse_cluster_shorthand(s);
-  if (!std::filesystem::exists(s, ec)) fail_input(s, 0, "cannot open");
+  if (!std::filesystem::exists(s, ec)) {
+    // A bare catalogue name ("v100") is a shorthand with its count forgotten.
+    if (s.find('/') == std::string::npos && s.find(':') == std::string::npos && find_gpu(s))
+      fail_input(s, 0, "no such file; as a shorthand, give the count too: --cluster " + s + ":8 (TYPE:COUNT[,TYPE:COUNT...])");
+    fail_input(s, 0, "cannot open (give a node-list YAML, a PAI or Alibaba machine CSV, or a shorthand TYPE:COUNT[,...])");
+  }
   return load_cluster_yaml(s);  // any other existing file: a node list
 }
 

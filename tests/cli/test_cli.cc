@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -79,8 +80,14 @@ TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
   ASSERT_EQ(runs.size(), 2u);
   r = run({"db", "show", std::to_string(runs[0]["id"].get<int64_t>()), "--db", db(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto shown = nlohmann::json::parse(r.out);
+  const auto shown_all = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(shown_all.is_array());  // one run or several: always an array
+  ASSERT_EQ(shown_all.size(), 1u);
+  const auto& shown = shown_all[0];
   EXPECT_EQ(shown["jobs"].size(), 20u);
+  EXPECT_TRUE(shown["metrics"]["jobs"].is_number_integer());
+  EXPECT_TRUE(shown["metrics"]["completed"].is_number_integer());
+  EXPECT_TRUE(shown["metrics"]["rounds"].is_number_integer());
   EXPECT_EQ(shown["policy"], "yarn-cs");  // newest first
   r = run({"db", "show", "999", "--db", db()});
   EXPECT_EQ(r.status, 2);
@@ -312,6 +319,50 @@ TEST_F(Startup, NonGpuVerbsMapNoDeviceLibrary) {
     ASSERT_NE(maps.find("libc"), std::string::npos) << v[0] << ": no map was written";
     for (const char* lib : kDeviceLibs) EXPECT_EQ(maps.find(lib), std::string::npos) << v[0] << " maps " << lib;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The small things a new user trips over (issue 14).
+TEST_F(Cli, HelpDefaultsPrintShort) {
+  for (const char* verb : {"simulate", "schedule", "sweep", "estimate", "tune", "run", "submit", "trace", "cluster"}) {
+    const Result r = run({verb, "--help"});
+    EXPECT_EQ(r.status, 0) << verb;
+    // No number printed with Boost's 17 digits (0.90000000000000002).
+    const std::regex long_number(R"(\(=-?[0-9]+\.[0-9]{8,})");
+    EXPECT_FALSE(std::regex_search(r.out, long_number)) << verb << ":\n" << r.out;
+  }
+  EXPECT_NE(run({"tune", "--help"}).out.find("(=0.9)"), std::string::npos);
+}
+
+TEST_F(Cli, OnlineVerbsSayThingsOnce) {
+  Result r = run({"submit", "--db", db(), "--iterations", "5", "--name", "two\nlines", "--", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("printable"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db()));  // nothing stored
+  r = run({"submit", "--db", db(), "--iterations", "5", "--name", "one", "--", "/bin/true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"cancel", "--db", db(), "99"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "cellsched cancel: no job 99 in " + db() + "\n");
+  r = run({"cancel", "--db", db(), "1", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["id"], 1);
+  EXPECT_TRUE(j["state"].is_string());
+}
+
+TEST_F(Cli, ScheduleJsonWritesNoFilesAndClusterHintsTheShorthand) {
+  Result r = run({"schedule", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8",
+                  "--policy", "fifo", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["policy"], "fifo");
+  EXPECT_FALSE(fs::exists(dir_ / "schedule"));
+  r = run({"cluster", "v100"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("v100:8"), std::string::npos) << r.err;
 }
 
 }  // namespace
