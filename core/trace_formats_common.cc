@@ -175,6 +175,8 @@ const FieldFormat kFieldFormats[] = {
     {TraceFormat::Crius,
      "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type"},
     {TraceFormat::Pollux, "name,time,application,num_replicas,batch_size"},
+    {TraceFormat::AlibabaPai,
+     "job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type"},
     {TraceFormat::AlibabaPods,
      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
      "deletion_time,scheduled_time"},

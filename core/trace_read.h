@@ -103,6 +103,10 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
 void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
                        const TraceReadOptions& options, Trace& t);
 
+// Alibaba PAI 2020 task table (headerless), with pai_job_table.csv beside it.
+void read_alibaba_pai(const std::string& path, const std::vector<std::string_view>& lines,
+                      const TraceReadOptions& options, Trace& t);
+
 // Philly's raw `cluster_job_log` (JSON); `text` is the whole file.
 void read_philly_raw(const std::string& path, std::string_view text,
                      const TraceReadOptions& options, Trace& t);
