@@ -84,10 +84,7 @@ std::map<std::string, std::pair<double, std::string>> job_table(const std::strin
 
 void read_alibaba_pai(const std::string& path, const std::vector<std::string_view>& lines,
                       const TraceReadOptions& options, Trace& t) {
-  if (!options.table) fail_input(path, 0, "PAI jobs need a throughput table for job types");
-  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
-  if (by_sf.empty())
-    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
+  TypeDraw draw(path, options);
   std::vector<PaiJob> jobs;
   std::map<std::string, size_t> index;
   headerless_rows(path, lines, kTaskColumns, [&](const Ctx& c, const auto& f) {
@@ -103,7 +100,11 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
       if (!trim(f[i]).empty()) c.non_negative(f[i], i == 6 ? "plan_cpu" : "plan_mem");
     const double plan_gpu = trim(f[8]).empty() ? 0 : c.non_negative(f[8], "plan_gpu");
     auto [it, fresh] = index.emplace(name, jobs.size());
-    if (fresh) jobs.push_back(PaiJob{name, c.line});
+    if (fresh) {
+      jobs.emplace_back();
+      jobs.back().name = name;
+      jobs.back().line = c.line;
+    }
     PaiJob& j = jobs[it->second];
     if (plan_gpu > 0) {
       // plan_gpu is in percent of one GPU per instance: 50 = half, 200 = two.
@@ -119,7 +120,6 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
     else j.unfinished = true;
   });
   const auto submitted = job_table(path, t);
-  Rng rng(options.seed);
   std::vector<double> arrivals;
   const size_t first = t.jobs.size();
   for (const PaiJob& pj : jobs) {
@@ -145,20 +145,7 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
         c.fail("job " + pj.name + ": unknown gpu_type '" + type + "' (map it with --gpu-map " + type + "=TYPE)");
       j.gpu_types.push_back(canonical_gpu_name(named));
     }
-    auto it = by_sf.upper_bound(pj.gpus);
-    if (it == by_sf.begin()) c.fail("no job type is measured at " + std::to_string(pj.gpus) + " GPU(s) or fewer");
-    --it;
-    if (it->first < pj.gpus) count_note(t, "GPUs capped to the table's largest scale factor");
-    j.gpus = it->first;
-    j.job_type = it->second[rng.below(it->second.size())];
-    auto [model, batch] = split_job_type(j.job_type);
-    j.model = model;
-    j.batch_size = batch;
-    const double duration = pj.end - pj.start;
-    j.total_iterations = std::max(
-        1.0, std::round(duration * reference_rate(*options.table, options.reference_gpu,
-                                                  j.job_type, j.gpus)));
-    j.duration_hint_s = duration;
+    draw.assign(c, pj.gpus, pj.end - pj.start, j, t);
     double arrival = pj.start;
     if (const auto s = submitted.find(pj.name); s != submitted.end()) {
       count_note(t, "job status " + s->second.second);
