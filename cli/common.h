@@ -55,13 +55,13 @@ std::string default_throughputs();
 // trace inspect/convert.
 inline constexpr const char* kTraceFormatHelp =
     "trace format: auto (by header) | gavel | gavel-legacy | philly | csv | tiresias | crius | "
-    "pollux | alibaba-pods";
+    "pollux | alibaba-pods | alibaba-pai (headerless task table) | philly-raw (cluster_job_log JSON)";
 inline constexpr const char* kModelMapHelp =
     "Tiresias model names / Pollux applications onto job types, e.g. "
     "'vgg16=ResNet-50 (batch size 64),alexnet=ResNet-18' (a model picks the batch; model@batch "
     "names a zoo model)";
 inline constexpr const char* kGpuMapHelp =
-    "Alibaba 2023 GPU models onto catalogue types, e.g. G2=t4,G3=a10";
+    "Alibaba GPU models onto catalogue types, e.g. G2=t4,G3=a10 (2023) or MISC=p100 (PAI 2020)";
 
 // "a, b,,c" -> {"a", "b", "c"}: items trimmed, empty ones dropped.
 std::vector<std::string> split_list(const std::string& s);

@@ -78,11 +78,7 @@ namespace detail {
 // (as for Philly), iterations = duration x its steps/s there.
 void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
                        const TraceReadOptions& options, Trace& t) {
-  if (!options.table) fail_input(path, 0, "Alibaba pods need a throughput table for job types");
-  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
-  if (by_sf.empty())
-    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
-  Rng rng(options.seed);
+  TypeDraw draw(path, options);
   const size_t first = t.jobs.size();
   for_each_row(path, lines, "Alibaba 2023 pod list", kPodColumns,
                [&](const Ctx& c, const std::vector<std::string>& f) {
@@ -109,19 +105,7 @@ void read_alibaba_pods(const std::string& path, const std::vector<std::string_vi
     if (deleted == scheduled) return count_note(t, "skipped: zero duration");
     if (milli > 0 && milli < 1000) count_note(t, "fractional GPU (gpu_milli < 1000) rounded up to 1");
     count_note(t, "pod_phase " + std::string(trim(f[7])));
-    j.gpus = num_gpu;
-    auto it = by_sf.upper_bound(num_gpu);
-    if (it == by_sf.begin())
-      c.fail("no job type is measured at " + std::to_string(num_gpu) + " GPU(s) or fewer");
-    --it;
-    j.job_type = it->second[rng.below(it->second.size())];
-    auto [model, batch] = split_job_type(j.job_type);
-    j.model = model;
-    j.batch_size = batch;
-    const double duration = deleted - scheduled;
-    const double rate = reference_rate(*options.table, options.reference_gpu, j.job_type, num_gpu);
-    j.total_iterations = std::max(1.0, std::round(duration * rate));
-    j.duration_hint_s = duration;
+    draw.assign(c, num_gpu, deleted - scheduled, j, t);
     j.arrival_s = created;
     t.jobs.push_back(std::move(j));
   });

@@ -1,6 +1,7 @@
 // Shared pieces of the trace readers: CSV fields, headers, import notes, the
 // reference rate, and telling the field's formats apart by their header.
 #include <algorithm>
+#include <cmath>
 
 #include "core/trace_read.h"
 
@@ -162,6 +163,32 @@ std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& ta
   return by_sf;
 }
 
+TypeDraw::TypeDraw(const std::string& path, const TraceReadOptions& options)
+    : options_(options), rng_(options.seed) {
+  if (!options.table) fail_input(path, 0, "this trace needs a throughput table for job types");
+  by_sf_ = types_by_scale(*options.table, options.reference_gpu);
+  if (by_sf_.empty())
+    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
+}
+
+double TypeDraw::assign(const Ctx& c, int gpus, double duration_s, Job& j, Trace& t) {
+  auto it = by_sf_.upper_bound(gpus);
+  if (it == by_sf_.begin())
+    c.fail("no job type is measured at " + std::to_string(gpus) + " GPU(s) or fewer on '" +
+           options_.reference_gpu + "'");
+  --it;
+  if (it->first < gpus) count_note(t, "GPUs capped to the table's largest scale factor");
+  j.gpus = it->first;
+  j.job_type = it->second[rng_.below(it->second.size())];
+  auto [model, batch] = split_job_type(j.job_type);
+  j.model = model;
+  j.batch_size = batch;
+  const double rate = reference_rate(*options_.table, options_.reference_gpu, j.job_type, j.gpus);
+  j.total_iterations = std::max(1.0, std::round(duration_s * rate));
+  j.duration_hint_s = duration_s;
+  return rate;
+}
+
 namespace {
 
 struct FieldFormat {
@@ -175,6 +202,8 @@ const FieldFormat kFieldFormats[] = {
     {TraceFormat::Crius,
      "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type"},
     {TraceFormat::Pollux, "name,time,application,num_replicas,batch_size"},
+    {TraceFormat::AlibabaPai,
+     "job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type"},
     {TraceFormat::AlibabaPods,
      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
      "deletion_time,scheduled_time"},

@@ -76,10 +76,7 @@ struct Attempt {
 
 void read_philly_raw(const std::string& path, std::string_view text,
                      const TraceReadOptions& options, Trace& t) {
-  if (!options.table) fail_input(path, 0, "a Philly job log needs a throughput table for job types");
-  const auto by_sf = types_by_scale(*options.table, options.reference_gpu);
-  if (by_sf.empty())
-    fail_input(path, 0, "the throughput table has no job type on '" + options.reference_gpu + "'");
+  TypeDraw draw(path, options);
   std::vector<Span> spans;
   size_t bad = 0;
   auto line_at = [&, counted = size_t{0}, line = 1L](size_t offset) mutable {
@@ -90,7 +87,6 @@ void read_philly_raw(const std::string& path, std::string_view text,
   };
   if (!top_level_elements(text, spans, bad))
     fail_input(path, line_at(bad), "expected a JSON list of jobs (Philly's cluster_job_log)");
-  Rng rng(options.seed);
   const size_t first = t.jobs.size();
   std::vector<int64_t> submitted;
   for (const Span& sp : spans) {
@@ -155,18 +151,8 @@ void read_philly_raw(const std::string& path, std::string_view text,
     }
     Job j;
     j.name = jobid;
-    auto it = by_sf.upper_bound(last.gpus);
-    if (it == by_sf.begin()) c.fail("no job type is measured at " + std::to_string(last.gpus) + " GPU(s) or fewer");
-    --it;
-    j.gpus = it->first;  // the largest measured scale factor <= the GPUs held, as for Philly
-    j.job_type = it->second[rng.below(it->second.size())];
-    auto [model, batch] = split_job_type(j.job_type);
-    j.model = model;
-    j.batch_size = batch;
-    const double rate = reference_rate(*options.table, options.reference_gpu, j.job_type, j.gpus);
-    const double duration = static_cast<double>(last.end - last.start);
-    j.total_iterations = std::max(1.0, std::round(duration * rate));
-    j.duration_hint_s = duration;
+    const double rate =
+        draw.assign(c, last.gpus, static_cast<double>(last.end - last.start), j, t);
     for (size_t k = 0; k + 1 < attempts.size(); ++k)
       j.failed_attempts.push_back(
           std::max(1.0, std::round(static_cast<double>(attempts[k].end - attempts[k].start) * rate)));

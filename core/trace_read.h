@@ -92,6 +92,24 @@ bool parse_timestamp(std::string_view s, int64_t& out);
 std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
                                                        const std::string& gpu);
 
+// Job types for traces that name no model (Philly, Alibaba, the raw Philly
+// log): drawn with the seed, uniformly among the table's types measured on
+// the reference GPU at the largest scale factor <= the job's GPUs.
+class TypeDraw {
+ public:
+  // Fails `path: ...` without a table or a type on the reference GPU.
+  TypeDraw(const std::string& path, const TraceReadOptions& options);
+  // Sets the job's type, model, batch, GPUs (that scale factor; counted
+  // when capped), iterations = duration x steps/s and the duration hint;
+  // returns those steps/s.
+  double assign(const Ctx& c, int gpus, double duration_s, Job& j, Trace& t);
+
+ private:
+  const TraceReadOptions& options_;
+  std::map<int, std::vector<std::string>> by_sf_;
+  Rng rng_;
+};
+
 // Readers of the field's published formats (trace_formats_*.cc). Each gets the
 // file's lines (BOM and '\r' already gone) and appends jobs to `t`.
 void read_tiresias(const std::string& path, const std::vector<std::string_view>& lines,
@@ -102,6 +120,10 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  const TraceReadOptions& options, Trace& t);
 void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
                        const TraceReadOptions& options, Trace& t);
+
+// Alibaba PAI 2020 task table (headerless), with pai_job_table.csv beside it.
+void read_alibaba_pai(const std::string& path, const std::vector<std::string_view>& lines,
+                      const TraceReadOptions& options, Trace& t);
 
 // Philly's raw `cluster_job_log` (JSON); `text` is the whole file.
 void read_philly_raw(const std::string& path, std::string_view text,

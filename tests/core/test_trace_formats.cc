@@ -342,6 +342,68 @@ TEST(AlibabaNodes, UnknownModelsAreNamedOrMapped) {
             std::string::npos);
 }
 
+// ---- Alibaba PAI 2020 ----------------------------------------------------------
+
+TEST(AlibabaPai, TaskTableWithTheJobTableBeside) {
+  TraceReadOptions o;
+  o.format = TraceFormat::AlibabaPai;
+  const Trace t = load(fixture("pai/pai_task_table.csv"), o);
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].name, "4f057009a5d481acec67b088");
+  EXPECT_EQ(t.jobs[0].gpus, 1);  // plan_gpu 50 (percent): rounded up to one GPU
+  EXPECT_TRUE(t.jobs[0].gpu_types.empty());  // MISC: not binding unless mapped
+  EXPECT_EQ(t.jobs[0].duration_hint_s, 23);
+  const Job& w = t.jobs[1];  // 4 worker instances x 100 % + 2 CPU ps
+  EXPECT_EQ(w.gpus, 4);
+  EXPECT_EQ(w.gpu_types, (std::vector<std::string>{"v100"}));
+  EXPECT_EQ(w.arrival_s, 5900 - 5470);  // job table submission, from the earliest
+  EXPECT_EQ(w.duration_hint_s, 9610 - 5990);
+  EXPECT_EQ(t.jobs[2].gpus, 2);  // plan_gpu 200: two GPUs
+  EXPECT_EQ(note(t, "skipped: CPU-only job"), 1);
+  EXPECT_EQ(note(t, "skipped: a task without start and end time"), 1);
+  EXPECT_EQ(note(t, "job status Failed"), 1);
+  o.gpu_map = {{"MISC", "p100"}};
+  EXPECT_EQ(load(fixture("pai/pai_task_table.csv"), o).jobs[0].gpu_types,
+            (std::vector<std::string>{"p100"}));
+  // Headerless, so auto cannot tell it; with the header line it can.
+  EXPECT_NE(input_error([] { load(fixture("pai/pai_task_table.csv")); }).find("--format alibaba-pai"),
+            std::string::npos);
+  TempDir d;
+  const std::string with_header = d.write(
+      "pai_task_table.csv",
+      "\xEF\xBB\xBFjob_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,"
+      "gpu_type\r\nj1,worker,2.0,Terminated,10,70,600,29,100,T4\r\n");
+  const Trace h = load(with_header);
+  EXPECT_EQ(h.format, "alibaba-pai");
+  ASSERT_EQ(h.jobs.size(), 1u);
+  EXPECT_EQ(h.jobs[0].gpus, 2);
+}
+
+TEST(AlibabaPai, BadRowsNameFileAndLine) {
+  const Cases cases = {
+      {"j,w,0,Terminated,1,2,1,1,100,T4", "inst_num must be positive"},
+      {"j,w,1.5,Terminated,1,2,1,1,100,T4", "inst_num must be a whole number"},
+      {"j,w,1,Terminated,5,2,1,1,100,T4", "end_time is before start_time"},
+      {"j,w,1,Terminated,1,2,1,1,-100,T4", "plan_gpu must not be negative"},
+      {"j,w,1,Terminated,nan,2,1,1,100,T4", "start_time must be a number"},
+      {",w,1,Terminated,1,2,1,1,100,T4", "empty job_name"},
+      {"j,w,1,Terminated,1,2,1,1,100", "expected 10 fields"},
+  };
+  TempDir d;
+  for (const auto& [row, what] : cases) {
+    const std::string p = d.write("t.csv", "a,w,1,Terminated,1,2,1,1,100,T4\n\n" + row + "\n");
+    TraceReadOptions o;
+    o.format = TraceFormat::AlibabaPai;
+    const std::string msg = input_error([&] { load(p, o); });
+    EXPECT_NE(msg.find(p + ":3: " + what), std::string::npos) << row << " -> " << msg;
+  }
+  const std::string p = d.write("u.csv", "a,w,1,Terminated,1,2,1,1,100,K40\n");
+  TraceReadOptions o;
+  o.format = TraceFormat::AlibabaPai;
+  EXPECT_NE(input_error([&] { load(p, o); }).find(p + ":1: job a: unknown gpu_type 'K40'"),
+            std::string::npos);
+}
+
 TEST(NameMap, ParsesAndRejects) {
   const auto m = parse_name_map("vgg16=ResNet-50 (batch size 64), alexnet = ResNet-18", "--model-map");
   EXPECT_EQ(m.at("vgg16"), "ResNet-50 (batch size 64)");
