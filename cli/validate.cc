@@ -96,6 +96,8 @@ struct Config {
 int cmd_validate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "worker")
     return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
+  if (!args.empty() && args[0] == "fork")
+    return cmd_validate_fork(std::vector<std::string>(args.begin() + 1, args.end()));
   po::options_description opt("validate options");
   std::string model_name, db_path, out_md;
   int iterations = 7, warmup = 2, threads = 1, reps = 15;
