@@ -17,7 +17,7 @@ namespace cellsched {
 namespace {
 
 const char* kPolicies[] = {"fifo", "yarn-cs", "tiresias", "hadar", "hadare", "gavel",
-                           "gavel-makespan"};
+                           "gavel-makespan", "hadar-design"};
 
 const ThroughputTable& table() {
   static const ThroughputTable t =

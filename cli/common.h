@@ -107,6 +107,8 @@ int cmd_profile(const std::vector<std::string>& args);
 int cmd_estimate(const std::vector<std::string>& args);
 int cmd_tune(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
+// `validate fork`: HadarE's fork efficiency measured (cli/validate_fork.cc).
+int cmd_validate_fork(const std::vector<std::string>& args);
 // The online runner (cli/run.cc).
 int cmd_run(const std::vector<std::string>& args);
 int cmd_submit(const std::vector<std::string>& args);

@@ -331,6 +331,8 @@ std::vector<Config> chosen_configs(const std::string& list) {
 int cmd_validate(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "worker")
     return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
+  if (!args.empty() && args[0] == "fork")
+    return cmd_validate_fork(std::vector<std::string>(args.begin() + 1, args.end()));
   po::options_description opt("validate options");
   Settings s;
   std::string out_md, config_list;

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,36 @@
 namespace fs = std::filesystem;
 
 namespace cellsched::runner {
+
+std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates) {
+  if (remaining < 0 || rates.empty())
+    throw std::invalid_argument("split_iterations: need remaining >= 0 and at least one gang");
+  double floor_rate = 0;
+  for (double r : rates)
+    if (r > 0 && (floor_rate == 0 || r < floor_rate)) floor_rate = r;
+  std::vector<double> w(rates.size());
+  double total = 0;
+  for (size_t g = 0; g < rates.size(); ++g) total += w[g] = rates[g] > 0 ? rates[g] : (floor_rate > 0 ? floor_rate : 1.0);
+  std::vector<long long> out(rates.size(), 0);
+  std::vector<std::pair<double, size_t>> frac;  // (fractional part, gang)
+  long long given = 0;
+  for (size_t g = 0; g < w.size(); ++g) {
+    const double exact = static_cast<double>(remaining) * w[g] / total;
+    out[g] = static_cast<long long>(std::floor(exact));
+    given += out[g];
+    frac.push_back({exact - std::floor(exact), g});
+  }
+  std::stable_sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; given < remaining; ++k, ++given) ++out[frac[k % frac.size()].second];
+  // Every gang trains while there is enough: one from the largest share.
+  if (remaining >= static_cast<long long>(rates.size()))
+    for (long long& x : out)
+      if (x == 0) {
+        --*std::max_element(out.begin(), out.end());
+        x = 1;
+      }
+  return out;
+}
 
 void validate_nodes(const Cluster& cluster, const std::string& source) {
   if (cluster.nodes.empty()) fail_input(source, 0, "the node list has no nodes");
@@ -572,9 +603,15 @@ struct Runner::Impl {
           if (!x.empty()) held[static_cast<size_t>(p.node)][std::stoul(x)] = 1;
       }
     std::vector<int64_t> fresh;
+    std::map<int64_t, long long> target;  // launch -> iterations (the job tracker's share)
     store.transaction([&] {
       for (const auto& [jid, gangs] : plan) {
         Entry& e = jobs.at(jid);
+        std::vector<double> gang_rates;
+        for (const auto& g : gangs) gang_rates.push_back(allocation_throughput(oracle, e.job, cluster, g));
+        const auto shares = split_iterations(
+            static_cast<long long>(std::max(1.0, std::ceil(e.row.iterations - e.row.iterations_done))),
+            gang_rates);
         for (size_t g = 0; g < gangs.size(); ++g) {
           db::OnlineLaunch l;
           l.job_id = jid;
@@ -605,6 +642,7 @@ struct Runner::Impl {
           l.ckpt_out = e.row.checkpoint_dir + "/launch-" + std::to_string(l.id) + ".pt";
           store.update_launch(l);
           fresh.push_back(l.id);
+          target[l.id] = std::max(1LL, shares[g]);  // a trainer needs a target > 0
           launches.emplace(l.id, std::move(l));
         }
         if (e.row.first_start < 0) e.row.first_start = t0;
@@ -622,7 +660,7 @@ struct Runner::Impl {
       fs::create_directories(l.dir, ec);
       fs::create_directories(e.row.checkpoint_dir, ec);
       const Node& master = cluster.nodes[static_cast<size_t>(l.procs[0].node)];
-      const double remaining = std::max(1.0, std::ceil(e.row.iterations - e.row.iterations_done));
+      const long long remaining = target.at(id);
       try {
         for (size_t r = 0; r < l.procs.size(); ++r) {
           db::OnlineProc& p = l.procs[r];
@@ -639,7 +677,7 @@ struct Runner::Impl {
                      "CELLSCHED_CKPT_IN=" + l.ckpt_in,
                      "CELLSCHED_CKPT_OUT=" + l.ckpt_out,
                      "CELLSCHED_PROGRESS=" + l.progress,
-                     "CELLSCHED_ITERATIONS=" + std::to_string(static_cast<long long>(remaining)),
+                     "CELLSCHED_ITERATIONS=" + std::to_string(remaining),
                      "CELLSCHED_LAUNCH=" + l.token,
                      "CELLSCHED_GPUS=" + std::to_string(p.gpus),
                      "MASTER_ADDR=" + (master.address.empty() ? std::string("127.0.0.1") : master.address),

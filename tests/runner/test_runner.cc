@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/runner.h"
 #include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -322,7 +323,11 @@ TEST_F(Runner, PytorchCopiesAreAveragedByIterations) {
 #endif
   const pid_t p = start_runner({"--round", "5", "--until-idle", "--policy", "hadare", "--keep-checkpoints"});
   EXPECT_EQ(finish(p), 0) << runner_logs();
-  for (const json& j : status()["jobs"]) EXPECT_EQ(j["state"], "done") << j.dump(2) << runner_logs();
+  for (const json& j : status()["jobs"]) {
+    EXPECT_EQ(j["state"], "done") << j.dump(2) << runner_logs();
+    // Copies share the remainder: no "done (30 of 10 iterations)".
+    EXPECT_LE(j["iterations_done"].get<double>(), j["iterations"].get<double>()) << runner_logs();
+  }
   if (runner_logs().find("averaging off") != std::string::npos) GTEST_SKIP() << "built without LibTorch";
   // The consolidations the runner recorded, checked by PyTorch itself.
   const std::string script = R"PY(
@@ -345,6 +350,31 @@ print(len(rows))
                           (dir_ / "check.out").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "check.out") << runner_logs();
   EXPECT_GE(std::atoi(slurp(dir_ / "check.out").c_str()), 1);
+}
+
+// The job tracker: forked copies share the job's remaining iterations.
+TEST(SplitIterations, CopiesTargetsSumToTheRemainder) {
+  using cellsched::runner::split_iterations;
+  const std::vector<std::vector<double>> cases = {
+      {10}, {10, 10}, {10, 10, 10}, {30, 10, 0}, {1, 2, 3, 4}, {0, 0}, {5, 5, 5, 5, 5, 5, 5}};
+  for (const auto& rates : cases)
+    for (long long remaining : {0LL, 1LL, 2LL, 7LL, 10LL, 1001LL, 123456789LL}) {
+      const auto t = split_iterations(remaining, rates);
+      ASSERT_EQ(t.size(), rates.size());
+      long long sum = 0;
+      for (long long x : t) {
+        EXPECT_GE(x, 0);
+        if (remaining >= static_cast<long long>(rates.size())) EXPECT_GE(x, 1);
+        sum += x;
+      }
+      EXPECT_EQ(sum, remaining) << rates.size() << " gangs";
+    }
+  // In proportion to the gangs' rates: 30 : 10 : (smallest positive) 10.
+  EXPECT_EQ(split_iterations(500, {30, 10, 0}), (std::vector<long long>{300, 100, 100}));
+  EXPECT_EQ(split_iterations(10, {1, 1}), (std::vector<long long>{5, 5}));
+  EXPECT_EQ(split_iterations(1, {1, 1}), (std::vector<long long>{1, 0}));
+  EXPECT_THROW(split_iterations(-1, {1}), std::invalid_argument);
+  EXPECT_THROW(split_iterations(5, {}), std::invalid_argument);
 }
 
 }  // namespace

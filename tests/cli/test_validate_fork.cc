@@ -1,0 +1,68 @@
+// `cellsched validate fork` (HadarE's fork efficiency): bad options exit 2;
+// the tiny form trains the example trainer for real and reports efficiencies.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/subprocess.h"
+
+namespace fs = std::filesystem;
+using cellsched::testing::Result;
+
+namespace {
+
+class ValidateFork : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-validate-fork"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), {CELLSCHED_BINARY, "validate", "fork"});
+    return cellsched::testing::run_in(args, dir_);
+  }
+  fs::path dir_;
+};
+
+TEST_F(ValidateFork, BadOptionsExit2) {
+  for (const std::vector<std::string>& a :
+       std::vector<std::vector<std::string>>{{"--copies", "1"},
+                                             {"--copies", "2,x"},
+                                             {"--copies", "100"},
+                                             {"--seeds", "0"},
+                                             {"--round-iterations", "-5"},
+                                             {"--target-ratio", "nan"},
+                                             {"--target-ratio", "1.5"},
+                                             {"--lr", "inf"},
+                                             {"--max-rounds", "0"}}) {
+    const Result r = run(a);
+    EXPECT_EQ(r.status, 2) << a[0] << " " << a[1] << ": " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
+TEST_F(ValidateFork, TinyMeasurementRunsAndReportsEfficiency) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#endif
+  // One seed, two copies, a loose target: a few rounds of a few processes.
+  const Result r = run({"--seeds", "1", "--copies", "2", "--round-iterations", "40", "--target-ratio", "0.01",
+                        "--work-dir", (dir_ / "w").string(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["copies"], 1);
+  EXPECT_DOUBLE_EQ(j["results"][0]["efficiency_mean"].get<double>(), 1.0);
+  EXPECT_EQ(j["results"][1]["copies"], 2);
+  const double its1 = j["results"][0]["iterations_to_target"][0].get<double>();
+  const double its2 = j["results"][1]["iterations_to_target"][0].get<double>();
+  EXPECT_GT(its1, 0);
+  EXPECT_GT(its2, 0);
+  // Whole rounds of 40 iterations per gang: k=1 takes 40 n, k=2 takes 80 m.
+  EXPECT_EQ(static_cast<long>(its1) % 40, 0);
+  EXPECT_EQ(static_cast<long>(its2) % 80, 0);
+  const double eff = j["results"][1]["efficiency_mean"].get<double>();
+  EXPECT_NEAR(eff, its1 / its2, 1e-12);
+  EXPECT_GT(eff, 0);
+  EXPECT_LE(eff, 2.0);
+}
+
+}  // namespace
