@@ -138,6 +138,13 @@ TEST(HadarRounds, ValuesAPlacementAtTheThroughputTheEngineCharges) {
   EXPECT_DOUBLE_EQ(rate_under(*design), 8.0);
 }
 
+Cluster one_gpu() {
+  Cluster c;
+  c.name = "1v100";
+  c.nodes = {{"a", "localhost", "v100", 1}};
+  return c;
+}
+
 // Hand timeline, one GPU at 1 it/s, rounds of 360 s, restarts of 30 s. Job 0
 // (3,300 iterations) and a short job (300 iterations, done within the round
 // it starts) arrive at 0; another short job arrives every round until 7,200 s.
@@ -148,9 +155,7 @@ TEST(HadarRounds, ValuesAPlacementAtTheThroughputTheEngineCharges) {
 // (the first reading) runs every short job first and starts job 0 only once
 // the stream ends, at 20 x 360 = 7,200 s.
 TEST(HadarRounds, ALongOldJobIsNotStarvedByAStreamOfShortOnes) {
-  Cluster c;
-  c.name = "1v100";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  const Cluster c = one_gpu();
   FakeOracle o;
   o.rate = {{"v100", 1}};
   Trace t;
@@ -178,9 +183,7 @@ TEST(HadarRounds, ALongOldJobIsNotStarvedByAStreamOfShortOnes) {
 // 4x and runs first, done at 30 + 300 = 330 s. Without the deadline job 0
 // runs first and job 1 starts at 720 s.
 TEST(HadarRounds, AJobThatMeetsItsDeadlineOnlyByRunningNowGoesFirst) {
-  Cluster c;
-  c.name = "1v100";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  const Cluster c = one_gpu();
   FakeOracle o;
   o.rate = {{"v100", 1}};
   Trace t;
