@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 struct ForkRun {
   std::string trainer;
   fs::path dir;
-  int round_iterations = 50;
+  int round_iterations = 25;
   int max_rounds = 100;
   double lr = 0.05;
 };
@@ -140,10 +140,10 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   opt.add_options()
       ("copies", po::value(&copies_s)->default_value("2,4"), "forked copy counts k, compared with one gang")
       ("seeds", po::value(&seeds)->default_value(3), "seeds (model, task and data) per k")
-      ("round-iterations", po::value(&r.round_iterations)->default_value(50), "iterations each gang trains per round")
+      ("round-iterations", po::value(&r.round_iterations)->default_value(25), "iterations each gang trains per round")
       ("target-ratio", po::value(&ratio)->default_value(1e-3), "target held-out loss, as a fraction of the initial one")
       ("max-rounds", po::value(&r.max_rounds)->default_value(100), "give up after this many rounds")
-      ("lr", po::value(&r.lr)->default_value(0.05), "SGD learning rate of every gang")
+      ("lr", po::value(&r.lr)->default_value(0.05, "0.05"), "SGD learning rate of every gang")
       ("trainer", po::value(&trainer), "LibTorch example trainer (default: cellsched_example_trainer beside cellsched)")
       ("work-dir", po::value(&work), "scratch directory (default: a fresh one under the system temp dir)")
       ("json", "print JSON");

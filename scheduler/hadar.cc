@@ -142,7 +142,7 @@ class Hadar : public Policy {
   double utility(size_t i, double rate, bool keep) const {
     const JobState& s = *jobs()[i];
     if (!(rate > 0) || !(s.remaining > 0)) return 0;
-    const double best = best_rate(i);
+    const double best = best_rate(i) > 0 ? best_rate(i) : rate;
     const double p = s.remaining / best;  // seconds to finish at the best rate
     const double x = ctx_->now - s.job->arrival_s + p;
     double urgency = s.job->weight * (1 + x / opt_.aging_s);

@@ -138,6 +138,13 @@ TEST(HadarRounds, ValuesAPlacementAtTheThroughputTheEngineCharges) {
   EXPECT_DOUBLE_EQ(rate_under(*design), 8.0);
 }
 
+Cluster one_gpu() {
+  Cluster c;
+  c.name = "1v100";
+  c.nodes = {{"a", "localhost", "v100", 1}};
+  return c;
+}
+
 // Hand timeline, one GPU at 1 it/s, rounds of 360 s, restarts of 30 s. Job 0
 // (3,300 iterations) and a short job (300 iterations, done within the round
 // it starts) arrive at 0; another short job arrives every round until 7,200 s.
@@ -148,9 +155,7 @@ TEST(HadarRounds, ValuesAPlacementAtTheThroughputTheEngineCharges) {
 // (the first reading) runs every short job first and starts job 0 only once
 // the stream ends, at 20 x 360 = 7,200 s.
 TEST(HadarRounds, ALongOldJobIsNotStarvedByAStreamOfShortOnes) {
-  Cluster c;
-  c.name = "1v100";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  const Cluster c = one_gpu();
   FakeOracle o;
   o.rate = {{"v100", 1}};
   Trace t;
@@ -170,6 +175,30 @@ TEST(HadarRounds, ALongOldJobIsNotStarvedByAStreamOfShortOnes) {
   auto design = make_policy("hadar-design");
   const RunRecord d = simulate(t, c, o, *design, {});
   EXPECT_DOUBLE_EQ(d.jobs[0].first_start_s, 7200);
+}
+
+// Deadline-shaped utility: one GPU at 1 it/s. Job 0 (600 it) heads for the
+// larger JCT and normally goes first; job 1 (300 it) with a deadline at 400 s
+// meets it only by running now (0 + 300 <= 400 < 360 + 300), so it is worth
+// 4x and runs first, done at 30 + 300 = 330 s. Without the deadline job 0
+// runs first and job 1 starts at 720 s.
+TEST(HadarRounds, AJobThatMeetsItsDeadlineOnlyByRunningNowGoesFirst) {
+  const Cluster c = one_gpu();
+  FakeOracle o;
+  o.rate = {{"v100", 1}};
+  Trace t;
+  t.name = "deadline";
+  t.jobs = {make_job(0, 0, 1, 600), make_job(1, 0, 1, 300)};
+  auto plain = make_hadar();
+  const RunRecord r0 = simulate(t, c, o, *plain, {});
+  EXPECT_DOUBLE_EQ(r0.jobs[0].first_start_s, 0);
+  EXPECT_DOUBLE_EQ(r0.jobs[1].first_start_s, 720);
+  t.jobs[1].deadline_s = 400;
+  auto hadar = make_hadar();
+  const RunRecord r = simulate(t, c, o, *hadar, {});
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start_s, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[1].completion_s, 330);
+  EXPECT_DOUBLE_EQ(r.jobs[0].first_start_s, 360);
 }
 
 TEST(HadarRounds, AgingScaleMustBePositive) {
