@@ -76,7 +76,8 @@ LpSolution solve_lp(const LinearProgram& lp) {
   model.loadProblem(matrix, collb.data(), colub.data(), lp.cost.data(), rowlb.data(),
                     rowub.data());
   model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
-  model.initialSolve();  // presolve + dual simplex
+  if (lp.presolve) model.initialSolve();  // presolve + dual simplex
+  else model.dual();                      // dual simplex straight from the slack basis
 
   switch (model.status()) {
     case 0:

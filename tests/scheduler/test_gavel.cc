@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
@@ -158,6 +160,45 @@ TEST(GavelLp, LeavesOutJobsThatCannotRun) {
 }
 
 // ---- min total duration LP -----------------------------------------------
+
+// Interchangeable jobs share one set of LP variables: on random instances with
+// many duplicates the pooled LP reaches the same optimum as the LP with one
+// set per job (duplicates broken apart by a 1e-9 jitter), and its shares are
+// feasible for every job.
+TEST(GavelLp, PoolingInterchangeableJobsKeepsTheOptimum) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> rate(0.1, 5.0);
+  for (int instance = 0; instance < 30; ++instance) {
+    const int kinds = 2 + instance % 4, K = 3;
+    std::vector<std::vector<double>> kind_rates(kinds, std::vector<double>(K));
+    for (auto& r : kind_rates)
+      for (double& x : r) x = rng() % 5 == 0 ? 0.0 : rate(rng);
+    GavelProblem pooled;
+    pooled.capacity = {4 + instance % 5, 6, 8};
+    const int n = 5 + instance % 25;
+    for (int j = 0; j < n; ++j) {
+      const int kind = static_cast<int>(rng() % kinds);
+      pooled.throughput.push_back(kind_rates[kind]);
+      pooled.gpus.push_back(1 << (kind % 3));
+      pooled.weight.push_back(1.0);
+    }
+    GavelProblem apart = pooled;
+    for (int j = 0; j < n; ++j)
+      for (double& x : apart.throughput[j]) x *= 1 + 1e-9 * j;
+    const GavelAllocation a = gavel_max_min_fairness(pooled), b = gavel_max_min_fairness(apart);
+    EXPECT_NEAR(a.objective, b.objective, 1e-6 * std::max(1.0, std::abs(b.objective))) << "instance " << instance;
+    std::vector<double> used(K, 0);
+    for (int j = 0; j < n; ++j) {
+      double time = 0;
+      for (int k = 0; k < K; ++k) {
+        time += a.x[j][k];
+        used[k] += pooled.gpus[j] * a.x[j][k];
+      }
+      EXPECT_LE(time, 1 + 1e-9);
+    }
+    for (int k = 0; k < K; ++k) EXPECT_LE(used[k], pooled.capacity[k] + 1e-6) << "instance " << instance;
+  }
+}
 
 TEST(GavelMakespanLp, MatchesTheHandSolvedInstance) {
   // C = (1, 1); A: (3, 1) it/s, 300 it left; B: (2, 1), 200 left. With a_k =
