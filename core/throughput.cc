@@ -73,14 +73,45 @@ bool parse_tuple_key(std::string_view key, std::string& job_type, int& scale_fac
 void ThroughputTable::set(const std::string& gpu_type, const std::string& job_type,
                           int scale_factor, double steps_per_s) {
   table_[{gpu_type, job_type, scale_factor}] = steps_per_s;
+  auto& row = index_[gpu_type].jobs[job_type];
+  link(gpu_type);
+  const auto at = std::lower_bound(row.begin(), row.end(), std::make_pair(scale_factor, -1e300));
+  if (at != row.end() && at->first == scale_factor) at->second = steps_per_s;
+  else row.insert(at, {scale_factor, steps_per_s});
+}
+
+ThroughputTable::ThroughputTable(const ThroughputTable& other)
+    : source(other.source), table_(other.table_), index_(other.index_) {
+  for (auto& [name, t] : index_) t.unconsolidated = nullptr;
+  for (const auto& [name, t] : other.index_) link(name);
+}
+
+ThroughputTable& ThroughputTable::operator=(const ThroughputTable& other) {
+  if (this != &other) *this = ThroughputTable(other);
+  return *this;
+}
+
+// Links a type and its "_unconsolidated" sibling, whichever came first
+// (unordered_map nodes stay put, so the pointer stays valid).
+void ThroughputTable::link(const std::string& gpu_type) {
+  static const std::string kUnconsolidated = "_unconsolidated";
+  if (gpu_type.size() > kUnconsolidated.size() &&
+      gpu_type.compare(gpu_type.size() - kUnconsolidated.size(), kUnconsolidated.size(), kUnconsolidated) == 0)
+    index_[gpu_type.substr(0, gpu_type.size() - kUnconsolidated.size())].unconsolidated = &index_.at(gpu_type);
+  else if (const auto u = index_.find(gpu_type + kUnconsolidated); u != index_.end())
+    index_[gpu_type].unconsolidated = &u->second;
 }
 
 std::optional<double> ThroughputTable::get(const std::string& gpu_type,
                                            const std::string& job_type,
                                            int scale_factor) const {
-  auto it = table_.find({gpu_type, job_type, scale_factor});
-  if (it == table_.end()) return std::nullopt;
-  return it->second;
+  const auto g = index_.find(gpu_type);
+  if (g == index_.end()) return std::nullopt;
+  const auto j = g->second.jobs.find(job_type);
+  if (j == g->second.jobs.end()) return std::nullopt;
+  for (const auto& [sf, v] : j->second)
+    if (sf == scale_factor) return v;
+  return std::nullopt;
 }
 
 std::vector<std::string> ThroughputTable::gpu_types() const {
@@ -99,11 +130,11 @@ std::vector<std::string> ThroughputTable::job_types() const {
 std::vector<int> ThroughputTable::scale_factors(const std::string& gpu_type,
                                                 const std::string& job_type) const {
   std::vector<int> out;
-  for (auto it = table_.lower_bound({gpu_type, job_type, 0});
-       it != table_.end() && std::get<0>(it->first) == gpu_type &&
-       std::get<1>(it->first) == job_type;
-       ++it)
-    out.push_back(std::get<2>(it->first));
+  const auto g = index_.find(gpu_type);
+  if (g == index_.end()) return out;
+  const auto j = g->second.jobs.find(job_type);
+  if (j == g->second.jobs.end()) return out;
+  for (const auto& [sf, v] : j->second) out.push_back(sf);
   return out;
 }
 

@@ -8,35 +8,36 @@
 
 namespace cellsched {
 
-double TableOracle::lookup(const std::string& type, const std::string& job_type,
-                           int workers) const {
-  if (auto v = table_.get(type, job_type, workers)) return *v;
-  // Largest measured scale factor below `workers`, scaled linearly (per-worker
-  // throughput held constant beyond what was measured).
-  const std::vector<int> sfs = table_.scale_factors(type, job_type);
-  for (auto it = sfs.rbegin(); it != sfs.rend(); ++it) {
-    if (*it < workers) {
-      if (auto v = table_.get(type, job_type, *it)) return *v * workers / *it;
-    }
+double TableOracle::lookup(const ThroughputTable::TypeIndex* type, const std::string& job_type, int workers) {
+  if (!type) return 0;
+  const auto it = type->jobs.find(job_type);
+  if (it == type->jobs.end()) return 0;
+  // The figure at `workers`, else the largest measured scale factor below it
+  // scaled linearly (per-worker throughput held constant beyond what was measured).
+  double below = 0;
+  for (const auto& [sf, v] : it->second) {
+    if (sf == workers) return v;
+    if (sf < workers) below = v * workers / sf;
   }
-  return 0;
+  return below;
 }
 
 double TableOracle::throughput(const Job& job, const std::string& gpu_type, int workers,
                                bool consolidated) const {
   if (workers <= 0) return 0;
-  const std::string key = job.job_type.empty() ? job.model : job.job_type;
-  auto by_type = [&](const std::string& type) -> double {
+  const std::string& key = job.job_type.empty() ? job.model : job.job_type;
+  auto by_type = [&](const ThroughputTable::TypeIndex* type) -> double {
+    if (!type) return 0;
     if (!consolidated && workers > 1) {
-      double v = lookup(type + "_unconsolidated", key, workers);
+      const double v = lookup(type->unconsolidated, key, workers);
       if (v > 0) return v;
     }
     return lookup(type, key, workers);
   };
-  double v = by_type(gpu_type);
+  const double v = by_type(table_.type_index(gpu_type));
   if (v > 0) return v;
   const auto dash = gpu_type.find('-');
-  if (dash != std::string::npos) return by_type(gpu_type.substr(0, dash));
+  if (dash != std::string::npos) return by_type(table_.type_index(gpu_type.substr(0, dash)));
   return 0;
 }
 

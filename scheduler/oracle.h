@@ -45,7 +45,7 @@ class TableOracle final : public ThroughputOracle {
   std::string source() const override { return table_.source; }
 
  private:
-  double lookup(const std::string& type, const std::string& job_type, int workers) const;
+  static double lookup(const ThroughputTable::TypeIndex* type, const std::string& job_type, int workers);
   const ThroughputTable& table_;
 };
 
