@@ -109,7 +109,7 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& p) {
   return out;
 }
 
-GavelAllocation gavel_min_total_duration(const GavelProblem& p) {
+GavelAllocation gavel_min_total_duration(const GavelProblem& p, GavelBasis* basis) {
   check_problem(p, false, true);
   const size_t n = p.throughput.size(), K = p.capacity.size();
   GavelAllocation out;
@@ -156,7 +156,49 @@ GavelAllocation gavel_min_total_duration(const GavelProblem& p) {
     type_vals[k].push_back(-static_cast<double>(p.capacity[k]));
     lp.add_row(-kLpInf, 0.0, type_cols[k], type_vals[k]);  // sum_j W_j y <= C_k T
   }
+  const bool warm = basis && p.ids.size() == n;
+  std::vector<int> work_row(n, -1), time_row(n, -1), type_row(K, -1);
+  if (warm) {
+    // Rows were added per job (work, time) in `in` order, then one per type.
+    int row = 0;
+    for (size_t j : in) {
+      work_row[j] = row++;
+      time_row[j] = row++;
+    }
+    for (size_t k = 0; k < K; ++k)
+      if (!type_cols[k].empty()) type_row[k] = row++;
+    if (!basis->jobs.empty()) {
+      lp.col_basis.assign(lp.num_vars(), LpBasis::at_lower);
+      lp.row_basis.assign(lp.num_rows(), LpBasis::basic);
+      lp.col_basis[T] = basis->t;
+      for (size_t j : in) {
+        const auto it = basis->jobs.find(p.ids[j]);
+        if (it == basis->jobs.end()) continue;
+        for (size_t k = 0; k < K && k < it->second.vars.size(); ++k)
+          if (var[j][k] >= 0) lp.col_basis[var[j][k]] = it->second.vars[k];
+        lp.row_basis[work_row[j]] = it->second.work;
+        lp.row_basis[time_row[j]] = it->second.time;
+      }
+      for (size_t k = 0; k < K && k < basis->type_rows.size(); ++k)
+        if (type_row[k] >= 0) lp.row_basis[type_row[k]] = basis->type_rows[k];
+    }
+  }
   const LpSolution sol = solve_lp(lp);
+  if (warm) {
+    basis->jobs.clear();
+    basis->t = sol.col_basis[T];
+    basis->type_rows.assign(K, LpBasis::basic);
+    for (size_t k = 0; k < K; ++k)
+      if (type_row[k] >= 0) basis->type_rows[k] = sol.row_basis[type_row[k]];
+    for (size_t j : in) {
+      GavelBasis::Job& b = basis->jobs[p.ids[j]];
+      b.vars.assign(K, LpBasis::at_lower);
+      for (size_t k = 0; k < K; ++k)
+        if (var[j][k] >= 0) b.vars[k] = sol.col_basis[var[j][k]];
+      b.work = sol.row_basis[work_row[j]];
+      b.time = sol.row_basis[time_row[j]];
+    }
+  }
   const double t = sol.x[T];
   out.objective = t * scale;
   if (t > 0)
@@ -311,6 +353,7 @@ class Gavel final : public Policy {
     cluster_ = &cluster;
     track_.clear();
     lp_jobs_.clear();
+    basis_ = GavelBasis();
     types_ = cluster.gpu_types();
     capacity_.assign(types_.size(), 0);
     node_type_.assign(cluster.nodes.size(), 0);
@@ -333,8 +376,9 @@ class Gavel final : public Policy {
       p.gpus.push_back(s->job->gpus);
       p.weight.push_back(s->job->weight);
       p.remaining.push_back(s->remaining);
+      p.ids.push_back(s->job->id);
     }
-    const GavelAllocation a = makespan_ ? gavel_min_total_duration(p) : gavel_max_min_fairness(p);
+    const GavelAllocation a = makespan_ ? gavel_min_total_duration(p, &basis_) : gavel_max_min_fairness(p);
     for (size_t i = 0; i < jobs.size(); ++i) track_.at(jobs[i]->job->id).x = a.x[i];
   }
 
@@ -347,6 +391,7 @@ class Gavel final : public Policy {
   std::vector<std::vector<char>> type_mask_;
   std::unordered_map<int64_t, Track> track_;
   std::vector<int64_t> lp_jobs_;
+  GavelBasis basis_;  // the last makespan LP's, for the next one's warm start
 };
 
 }  // namespace

@@ -2,7 +2,11 @@
 // for tests and benchmarks; the policies themselves come from make_gavel().
 #pragma once
 
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
+
+#include "scheduler/lp.h"
 
 namespace cellsched {
 
@@ -15,6 +19,20 @@ struct GavelProblem {
   std::vector<double> weight;      // w_j > 0 (max-min fairness only)
   std::vector<double> remaining;   // iterations left (makespan only)
   std::vector<int> capacity;       // C_k, GPUs of type k
+  std::vector<int64_t> ids;        // optional job ids (warm start keys); empty = none
+};
+
+// The last makespan LP's optimal basis by job id: the next LP, a few jobs in
+// or out, starts from it (new jobs' columns at zero, their rows basic) and
+// takes a handful of dual simplex pivots instead of a full solve.
+struct GavelBasis {
+  struct Job {
+    std::vector<LpBasis> vars;  // per GPU type
+    LpBasis work = LpBasis::basic, time = LpBasis::basic;
+  };
+  std::unordered_map<int64_t, Job> jobs;
+  LpBasis t = LpBasis::basic;
+  std::vector<LpBasis> type_rows;
 };
 
 struct GavelAllocation {
@@ -40,6 +58,8 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& problem);
 // Gavel's min_total_duration, as one LP (Gavel bisects on T; the change of
 // variables y = x T makes it linear): minimize T s.t. sum_k X[j][k] y[j][k] >=
 // remaining_j, sum_k y[j][k] <= T, sum_j W_j y[j][k] <= C_k T; x = y / T.
-GavelAllocation gavel_min_total_duration(const GavelProblem& problem);
+// With `basis` (and problem.ids) the solve starts from the previous one's
+// basis and leaves its own there; the optimum is the same as a cold solve's.
+GavelAllocation gavel_min_total_duration(const GavelProblem& problem, GavelBasis* basis = nullptr);
 
 }  // namespace cellsched

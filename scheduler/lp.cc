@@ -71,13 +71,31 @@ LpSolution solve_lp(const LinearProgram& lp) {
   const std::vector<double> collb = to_clp(lp.col_lower), colub = to_clp(lp.col_upper);
   const std::vector<double> rowlb = to_clp(lp.row_lower), rowub = to_clp(lp.row_upper);
 
+  auto run = [&](ClpSimplex& model, bool warm) {
+    model.setLogLevel(0);
+    model.loadProblem(matrix, collb.data(), colub.data(), lp.cost.data(), rowlb.data(), rowub.data());
+    model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
+    if (warm) {
+      model.createStatus();
+      for (int j = 0; j < n; ++j)
+        model.setColumnStatus(j, static_cast<ClpSimplex::Status>(static_cast<int>(lp.col_basis[j])));
+      for (int i = 0; i < m; ++i)
+        model.setRowStatus(i, static_cast<ClpSimplex::Status>(static_cast<int>(lp.row_basis[i])));
+      model.dual();
+    } else if (lp.presolve) {
+      model.initialSolve();  // presolve + dual simplex
+    } else {
+      model.dual();  // dual simplex straight from the slack basis
+    }
+  };
+  const bool warm = lp.col_basis.size() == static_cast<size_t>(n) && lp.row_basis.size() == static_cast<size_t>(m) && n > 0;
   ClpSimplex model;
-  model.setLogLevel(0);
-  model.loadProblem(matrix, collb.data(), colub.data(), lp.cost.data(), rowlb.data(),
-                    rowub.data());
-  model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
-  if (lp.presolve) model.initialSolve();  // presolve + dual simplex
-  else model.dual();                      // dual simplex straight from the slack basis
+  run(model, warm);
+  if (warm && model.status() != 0) {
+    ClpSimplex cold;
+    run(cold, false);
+    model = cold;
+  }
 
   switch (model.status()) {
     case 0:
@@ -95,6 +113,10 @@ LpSolution solve_lp(const LinearProgram& lp) {
   sol.x.assign(x, x + n);
   sol.objective = model.objectiveValue();
   sol.iterations = model.numberIterations();
+  sol.col_basis.resize(n);
+  sol.row_basis.resize(m);
+  for (int j = 0; j < n; ++j) sol.col_basis[j] = static_cast<LpBasis>(static_cast<int>(model.getColumnStatus(j)));
+  for (int i = 0; i < m; ++i) sol.row_basis[i] = static_cast<LpBasis>(static_cast<int>(model.getRowStatus(i)));
   return sol;
 }
 

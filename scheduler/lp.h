@@ -11,6 +11,9 @@ namespace cellsched {
 
 inline constexpr double kLpInf = std::numeric_limits<double>::infinity();
 
+// Where a column or row stands in a simplex basis (the solver's own order).
+enum class LpBasis : signed char { free = 0, basic = 1, at_upper = 2, at_lower = 3, superbasic = 4, fixed = 5 };
+
 // minimize (or maximize) c'x  s.t.  row_lower <= A x <= row_upper,
 // col_lower <= x <= col_upper. Infinite bounds are +-kLpInf.
 struct LinearProgram {
@@ -18,6 +21,11 @@ struct LinearProgram {
   // Presolve first: pays off on large sparse LPs (the TTD bound); the small
   // per-round LPs of gavel solve about twice as fast without it.
   bool presolve = true;
+  // Optional starting basis (warm start), e.g. the previous solve's adapted
+  // to this LP: one entry per column and per row, or both empty. A basis
+  // that does not fit is repaired by the solver; a warm solve that fails is
+  // retried cold, so a hint can cost time but never change the optimum.
+  std::vector<LpBasis> col_basis, row_basis;
   std::vector<double> cost, col_lower, col_upper;  // one entry per variable
   std::vector<double> row_lower, row_upper;        // one entry per row
   // A in triplet form; a repeated (row, col) pair is summed.
@@ -39,6 +47,7 @@ struct LpSolution {
   std::vector<double> x;  // one value per variable
   double objective = 0;
   int iterations = 0;
+  std::vector<LpBasis> col_basis, row_basis;  // the optimal basis (for the next warm start)
 };
 
 // Thrown when the LP has no optimum: `status` is "infeasible", "unbounded" or

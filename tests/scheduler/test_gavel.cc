@@ -200,6 +200,42 @@ TEST(GavelLp, PoolingInterchangeableJobsKeepsTheOptimum) {
   }
 }
 
+// Warm starts from the previous basis, jobs arriving and leaving between
+// solves: the same optimum T as a cold solve every time.
+TEST(GavelMakespanLp, WarmStartReachesTheColdOptimum) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> rate(0.1, 5.0), work(10, 1e4);
+  GavelBasis basis;
+  std::vector<int64_t> live;
+  int64_t next_id = 0;
+  std::map<int64_t, std::pair<std::vector<double>, int>> spec;  // id -> rates, gpus
+  int warm_used = 0;
+  for (int step = 0; step < 60; ++step) {
+    // Two arrivals, sometimes a departure.
+    for (int a = 0; a < 2; ++a) {
+      std::vector<double> r(3);
+      for (double& x : r) x = rng() % 6 == 0 ? 0.0 : rate(rng);
+      spec[next_id] = {r, 1 << (rng() % 3)};
+      live.push_back(next_id++);
+    }
+    if (rng() % 2 && live.size() > 3) live.erase(live.begin() + static_cast<long>(rng() % live.size()));
+    GavelProblem p;
+    p.capacity = {8, 6, 4};
+    for (int64_t id : live) {
+      p.throughput.push_back(spec[id].first);
+      p.gpus.push_back(spec[id].second);
+      p.remaining.push_back(work(rng));
+      p.ids.push_back(id);
+    }
+    const bool had_basis = !basis.jobs.empty();
+    const GavelAllocation warm = gavel_min_total_duration(p, &basis);
+    const GavelAllocation cold = gavel_min_total_duration(p);
+    warm_used += had_basis;
+    EXPECT_NEAR(warm.objective, cold.objective, 1e-6 * std::max(1.0, cold.objective)) << "step " << step;
+  }
+  EXPECT_GT(warm_used, 50);
+}
+
 TEST(GavelMakespanLp, MatchesTheHandSolvedInstance) {
   // C = (1, 1); A: (3, 1) it/s, 300 it left; B: (2, 1), 200 left. With a_k =
   // alpha seconds of A on K80: A needs a_v = (300 - alpha)/3; B's best is
