@@ -404,6 +404,50 @@ TEST(AlibabaPai, BadRowsNameFileAndLine) {
             std::string::npos);
 }
 
+// ---- Helios ----------------------------------------------------------------------
+
+TEST(Helios, PublishedExampleRows) {
+  const Trace t = load(fixture("helios_cluster_log.csv"));
+  EXPECT_EQ(t.format, "helios");
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].name, "1425511");
+  EXPECT_EQ(t.jobs[1].gpus, 4);
+  EXPECT_EQ(t.jobs[1].arrival_s, 26);  // 18:41:27 after 18:41:01
+  EXPECT_EQ(t.jobs[1].duration_hint_s, 249);
+  const double rate = *table().get("v100", t.jobs[1].job_type, 4);
+  EXPECT_EQ(t.jobs[1].total_iterations, std::round(249 * rate));
+  EXPECT_EQ(note(t, "state FAILED"), 1);
+}
+
+TEST(Helios, BadRowsCpuJobsAndBomCrlf) {
+  const std::string hdr =
+      "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,"
+      "queue\n";
+  const Cases cases = {
+      {"1,u,v,-1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "gpu_num must be a non-negative integer"},
+      {"1,u,v,1,1,1,COMPLETED,June 9,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "bad submit_time 'June 9'"},
+      {"1,u,v,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:40:01,60,0",
+       "end_time is before start_time"},
+      {"1,u,v,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,inf,0",
+       "duration must be a number"},
+      {"1,u,v,1,1,1,,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "empty state"},
+  };
+  expect_row_errors(hdr, cases);
+  TempDir d;
+  const std::string p = d.write(
+      "h.csv", windows(hdr +
+                       "1,u,v,0,8,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,"
+                       "2020-06-09 18:42:01,60,0\n"
+                       "2,u,v,2,8,1,COMPLETED,2020-06-09 18:41:02,2020-06-09 18:41:02,"
+                       "2020-06-09 18:42:02,60,0\n"));
+  const Trace t = load(p);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(note(t, "skipped: CPU job"), 1);
+}
+
 TEST(NameMap, ParsesAndRejects) {
   const auto m = parse_name_map("vgg16=ResNet-50 (batch size 64), alexnet = ResNet-18", "--model-map");
   EXPECT_EQ(m.at("vgg16"), "ResNet-50 (batch size 64)");
