@@ -165,6 +165,26 @@ TEST(Tiresias, ModelMapOverridesAndUnknownModelsAreNamed) {
             std::string::npos);
 }
 
+TEST(Tiresias, ModelMapOntoZooModels) {
+  TempDir d;
+  const std::string p = d.write(
+      "t.csv", "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+               "7,2,10,100,vgg16,600,5\n");
+  TraceReadOptions o;
+  o.model_map = {{"vgg16", "wrn-50-2@64"}};
+  EXPECT_NE(input_error([&] { load(p, o); }).find(p + ":2: zoo model 'wrn-50-2' needs --oracle cells"),
+            std::string::npos);
+  o.model_rate = [](const std::string& model, int batch, int gpus) {
+    return model == "wrn-50-2" && batch == 64 ? 1.5 * gpus : 0.0;
+  };
+  const Trace t = load(p, o);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_type, "wrn-50-2@64");
+  EXPECT_EQ(t.jobs[0].model, "wrn-50-2");
+  EXPECT_EQ(t.jobs[0].batch_size, 64);
+  EXPECT_EQ(t.jobs[0].total_iterations, 600 * 3.0);
+}
+
 TEST(Tiresias, BadRowsNameFileAndLine) {
   const std::string hdr = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
   const Cases cases = {
