@@ -4,9 +4,11 @@
 //   BM_ImportSimulate/<format>    load_trace + simulate under fifo
 // Files are generated once, deterministically, in the temp directory. The
 // Crius/Arena file runs on a measured-cell table (--oracle measured), the
-// others on Gavel's table.
+// others on Gavel's table; the Philly log (one job in six with a failed
+// attempt) with its failures replayed.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -24,7 +26,8 @@ namespace cellsched {
 namespace {
 
 constexpr int kRows = 10000;
-const char* kFormats[] = {"tiresias", "crius", "pollux", "alibaba-pods"};
+const char* kFormats[] = {"tiresias", "crius",  "pollux",    "alibaba-pods",
+                          "helios",   "alibaba-pai", "philly-raw"};
 
 const ThroughputTable& table() {
   static const ThroughputTable t = load_gavel_throughputs(
@@ -80,6 +83,46 @@ std::string generated(const std::string& format) {
       f << apps[a] << '-' << i << ',' << i * 60 << ',' << apps[a] << ',' << pick_gpus() << ','
         << batch[a] << '\n';
     }
+  } else if (format == "helios") {
+    f << "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,"
+         "queue\n";
+    for (int i = 0; i < kRows; ++i) {
+      const int s = i * 60;  // seconds into 2020-06-09 (within the day: i * 60 < 86400 x 7)
+      char at[32];
+      std::snprintf(at, sizeof at, "2020-06-%02d %02d:%02d:%02d", 9 + s / 86400, s / 3600 % 24,
+                    s / 60 % 60, s % 60);
+      f << 1425511 + i << ",u,vc," << pick_gpus() << ",8,1,COMPLETED," << at << ',' << at << ','
+        << at << ',' << 60 + rng.below(3600) << ",0\n";
+    }
+  } else if (format == "alibaba-pai") {
+    const char* types[] = {"V100", "P100", "T4", "MISC"};
+    for (int i = 0; i < kRows; ++i) {
+      const int t = 5000 + i * 60;
+      f << "job" << i << ",worker," << pick_gpus() << ".0,Terminated," << t << ".0,"
+        << t + 60 + rng.below(3600) << ".0,600.0,29.3," << (rng.below(4) == 0 ? 50 : 100) << ".0,"
+        << types[rng.below(4)] << '\n';
+    }
+  } else if (format == "philly-raw") {
+    f << "[\n";
+    for (int i = 0; i < kRows; ++i) {
+      const int s = i * 60, e = s + 60 + static_cast<int>(rng.below(3600));
+      auto at = [](int x) {
+        char b[32];
+        std::snprintf(b, sizeof b, "2017-10-%02d %02d:%02d:%02d", 1 + x / 86400, x / 3600 % 24,
+                      x / 60 % 60, x % 60);
+        return std::string(b);
+      };
+      std::string gpus;
+      for (int g = pick_gpus(); g > 0; --g) gpus += std::string(gpus.empty() ? "" : ", ") + "\"gpu" + std::to_string(g) + "\"";
+      f << (i ? ",\n" : "") << "{\"status\": \"Pass\", \"vc\": \"v\", \"jobid\": \"application_" << i
+        << "\", \"submitted_time\": \"" << at(s) << "\", \"user\": \"u\", \"attempts\": [";
+      if (rng.below(6) == 0)
+        f << "{\"start_time\": \"" << at(s + 1) << "\", \"end_time\": \"" << at(s + 30)
+          << "\", \"detail\": [{\"ip\": \"m1\", \"gpus\": [" << gpus << "]}]}, ";
+      f << "{\"start_time\": \"" << at(s + 40) << "\", \"end_time\": \"" << at(e)
+        << "\", \"detail\": [{\"ip\": \"m2\", \"gpus\": [" << gpus << "]}]}]}";
+    }
+    f << "\n]\n";
   } else {
     f << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
          "deletion_time,scheduled_time\n";
@@ -126,14 +169,16 @@ void BM_ImportSimulate(benchmark::State& state) {
       oracle = std::make_unique<TableOracle>(table());
     oracle = std::make_unique<TypeRestrictedOracle>(std::move(oracle));
     auto policy = make_policy("fifo");
-    const RunRecord run = simulate(trace, cluster, *oracle, *policy, SimOptions{});
+    SimOptions so;
+    so.replay_failures = format == "philly-raw";
+    const RunRecord run = simulate(trace, cluster, *oracle, *policy, so);
     done = run.metrics.completed;
   }
   state.counters["jobs_done"] = static_cast<double>(done);
 }
 
-BENCHMARK(BM_Import)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ImportSimulate)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Import)->DenseRange(0, 6)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ImportSimulate)->DenseRange(0, 6)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace cellsched

@@ -55,7 +55,8 @@ std::string default_throughputs();
 // trace inspect/convert.
 inline constexpr const char* kTraceFormatHelp =
     "trace format: auto (by header) | gavel | gavel-legacy | philly | csv | tiresias | crius | "
-    "pollux | alibaba-pods | alibaba-pai (headerless task table) | philly-raw (cluster_job_log JSON)";
+    "pollux | alibaba-pods | alibaba-pai (headerless task table) | philly-raw (cluster_job_log JSON) "
+    "| helios";
 inline constexpr const char* kModelMapHelp =
     "Tiresias model names / Pollux applications onto job types, e.g. "
     "'vgg16=ResNet-50 (batch size 64),alexnet=ResNet-18' (a model picks the batch; model@batch "

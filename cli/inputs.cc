@@ -107,11 +107,13 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   ro.limit = a.limit;
   ro.gpu_map = gpu_map;
   if (!a.model_map.empty()) ro.model_map = parse_name_map(a.model_map, "--model-map");
-  if (!a.model_mix.empty()) {
-    ro.model_mix = parse_model_mix(a.model_mix);
+  if (a.oracle == "cells") {
+    // Zoo models' steps/s on the reference type: the Philly model mix, and
+    // model@batch entries of --model-map (Tiresias, Pollux).
+    if (!a.model_mix.empty()) ro.model_mix = parse_model_mix(a.model_mix);
     const ThroughputOracle* oracle = in.oracle.get();
     const std::string ref = canonical_gpu_name(a.ref_gpu);
-    ro.reference_gpu = ref;
+    if (!a.model_mix.empty()) ro.reference_gpu = ref;
     ro.model_rate = [oracle, ref](const std::string& model, int batch, int gpus) {
       Job j;
       j.model = model;

@@ -109,11 +109,7 @@ void read_alibaba_pods(const std::string& path, const std::vector<std::string_vi
     j.arrival_s = created;
     t.jobs.push_back(std::move(j));
   });
-  if (t.jobs.size() > first) {
-    double origin = t.jobs[first].arrival_s;
-    for (size_t i = first; i < t.jobs.size(); ++i) origin = std::min(origin, t.jobs[i].arrival_s);
-    for (size_t i = first; i < t.jobs.size(); ++i) t.jobs[i].arrival_s -= origin;
-  }
+  rebase_arrivals(t, first);
 }
 
 }  // namespace detail

@@ -120,7 +120,6 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
     else j.unfinished = true;
   });
   const auto submitted = job_table(path, t);
-  std::vector<double> arrivals;
   const size_t first = t.jobs.size();
   for (const PaiJob& pj : jobs) {
     const Ctx c{path, pj.line};
@@ -153,13 +152,10 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
     } else if (!submitted.empty()) {
       count_note(t, "not in the job table (arrival = first task start)");
     }
-    arrivals.push_back(arrival);
+    j.arrival_s = arrival;
     t.jobs.push_back(std::move(j));
   }
-  if (!arrivals.empty()) {
-    const double origin = *std::min_element(arrivals.begin(), arrivals.end());
-    for (size_t i = first; i < t.jobs.size(); ++i) t.jobs[i].arrival_s = arrivals[i - first] - origin;
-  }
+  rebase_arrivals(t, first);
 }
 
 }  // namespace cellsched::detail

@@ -152,6 +152,17 @@ bool parse_timestamp(std::string_view s, int64_t& out) {
   return true;
 }
 
+// Makes arrival (and deadline) times relative to the earliest arrival.
+void rebase_arrivals(Trace& t, size_t first_job) {
+  if (t.jobs.size() <= first_job) return;
+  double origin = t.jobs[first_job].arrival_s;
+  for (size_t i = first_job; i < t.jobs.size(); ++i) origin = std::min(origin, t.jobs[i].arrival_s);
+  for (size_t i = first_job; i < t.jobs.size(); ++i) {
+    t.jobs[i].arrival_s -= origin;
+    if (t.jobs[i].deadline_s >= 0) t.jobs[i].deadline_s -= origin;
+  }
+}
+
 std::map<int, std::vector<std::string>> types_by_scale(const ThroughputTable& table,
                                                        const std::string& gpu) {
   std::map<int, std::vector<std::string>> by_sf;
@@ -202,6 +213,8 @@ const FieldFormat kFieldFormats[] = {
     {TraceFormat::Crius,
      "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type"},
     {TraceFormat::Pollux, "name,time,application,num_replicas,batch_size"},
+    {TraceFormat::Helios,
+     "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue"},
     {TraceFormat::AlibabaPai,
      "job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type"},
     {TraceFormat::AlibabaPods,

@@ -12,17 +12,6 @@ namespace {
 
 using Row = std::vector<std::string>;
 
-// Makes arrival (and deadline) times relative to the earliest arrival.
-void rebase_arrivals(Trace& t, size_t first_job) {
-  if (t.jobs.size() <= first_job) return;
-  double origin = t.jobs[first_job].arrival_s;
-  for (size_t i = first_job; i < t.jobs.size(); ++i) origin = std::min(origin, t.jobs[i].arrival_s);
-  for (size_t i = first_job; i < t.jobs.size(); ++i) {
-    t.jobs[i].arrival_s -= origin;
-    if (t.jobs[i].deadline_s >= 0) t.jobs[i].deadline_s -= origin;
-  }
-}
-
 // A job type for `name` through `defaults` and the user's map: a job type of
 // the table, a model of the table (then the measured batch nearest
 // `per_gpu_batch`, if > 0, else the smallest), or "model@batch" (zoo).
@@ -217,6 +206,42 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  count_note(t, "application " + app + " -> " + ch.job_type);
                  t.jobs.push_back(std::move(j));
                });
+}
+
+// Helios (SenseTime, SC'21; S-Lab-System-Group/HeliosData `cluster_log.csv`):
+// GPU jobs, arrival = submit_time from the earliest, work = `duration` (s)
+// at the job type drawn as for Philly.
+void read_helios(const std::string& path, const std::vector<std::string_view>& lines,
+                 const TraceReadOptions& options, Trace& t) {
+  TypeDraw draw(path, options);
+  const size_t first = t.jobs.size();
+  for_each_row(
+      path, lines, "Helios",
+      "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue",
+      [&](const Ctx& c, const Row& f) {
+        Job j;
+        j.name = std::string(trim(f[0]));
+        if (j.name.empty()) c.fail("empty job_id");
+        const int gpus = c.non_negative_int(f[3], "gpu_num");
+        c.non_negative_int(f[4], "cpu_num");
+        c.non_negative_int(f[5], "node_num");
+        const std::string state(trim(f[6]));
+        if (state.empty()) c.fail("empty state");
+        int64_t submit = 0, start = 0, end = 0;
+        if (!parse_timestamp(f[7], submit))
+          c.fail("bad submit_time '" + std::string(trim(f[7])) + "' (expected YYYY-MM-DD HH:MM:SS)");
+        const bool ran = parse_timestamp(f[8], start) && parse_timestamp(f[9], end);
+        if (ran && end < start) c.fail("end_time is before start_time");
+        const double duration = c.non_negative(f[10], "duration");
+        c.non_negative(f[11], "queue");
+        count_note(t, "state " + state);
+        if (gpus == 0) return count_note(t, "skipped: CPU job");
+        if (duration == 0) return count_note(t, "skipped: zero duration");
+        draw.assign(c, gpus, duration, j, t);
+        j.arrival_s = static_cast<double>(submit);
+        t.jobs.push_back(std::move(j));
+      });
+  rebase_arrivals(t, first);
 }
 
 }  // namespace cellsched::detail

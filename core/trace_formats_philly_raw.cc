@@ -88,7 +88,6 @@ void read_philly_raw(const std::string& path, std::string_view text,
   if (!top_level_elements(text, spans, bad))
     fail_input(path, line_at(bad), "expected a JSON list of jobs (Philly's cluster_job_log)");
   const size_t first = t.jobs.size();
-  std::vector<int64_t> submitted;
   for (const Span& sp : spans) {
     const long line = line_at(sp.begin);
     const Ctx c{path, line};
@@ -158,14 +157,10 @@ void read_philly_raw(const std::string& path, std::string_view text,
           std::max(1.0, std::round(static_cast<double>(attempts[k].end - attempts[k].start) * rate)));
     if (!j.failed_attempts.empty()) count_note(t, "failed attempts (replayed with --replay-failures)",
                                                static_cast<long>(j.failed_attempts.size()));
-    submitted.push_back(submit);
+    j.arrival_s = static_cast<double>(submit);
     t.jobs.push_back(std::move(j));
   }
-  if (!submitted.empty()) {
-    const int64_t origin = *std::min_element(submitted.begin(), submitted.end());
-    for (size_t i = first; i < t.jobs.size(); ++i)
-      t.jobs[i].arrival_s = static_cast<double>(submitted[i - first] - origin);
-  }
+  rebase_arrivals(t, first);
 }
 
 }  // namespace cellsched::detail

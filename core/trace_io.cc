@@ -330,8 +330,8 @@ TraceFormat detect(const std::string& path, const std::vector<std::string_view>&
                "cannot tell the trace format from the header '" + std::string(l.substr(0, 120)) +
                    "': expected cellsched CSV (id,arrival_s,...), Philly (timestamp,duration,...), "
                    "Tiresias (job_id,num_gpu,...), Crius (job_id,submission_time,...), Pollux "
-                   "(name,time,application,...), Alibaba 2023 pods (name,cpu_milli,...), Philly's "
-                   "JSON job log, or a tab-separated Gavel trace; --format names it (the PAI 2020 "
+                   "(name,time,application,...), Alibaba 2023 pods (name,cpu_milli,...), Helios "
+                   "(job_id,user,vc,...), Philly's JSON job log, or a tab-separated Gavel trace; --format names it (the PAI 2020 "
                    "task table has no header: --format alibaba-pai)");
   }
   fail_input(path, 0, "empty file: cannot tell the trace format");
@@ -352,9 +352,10 @@ TraceFormat parse_trace_format(const std::string& name) {
   if (n == "alibaba-pods" || n == "alibaba-2023") return TraceFormat::AlibabaPods;
   if (n == "philly-raw") return TraceFormat::PhillyRaw;
   if (n == "alibaba-pai" || n == "pai") return TraceFormat::AlibabaPai;
+  if (n == "helios") return TraceFormat::Helios;
   throw InputError("unknown trace format '" + name +
                    "' (known: auto, gavel, gavel-legacy, philly, csv, tiresias, crius, pollux, "
-                   "alibaba-pods, philly-raw, alibaba-pai)");
+                   "alibaba-pods, philly-raw, alibaba-pai, helios)");
 }
 
 std::string to_string(TraceFormat format) {
@@ -370,6 +371,7 @@ std::string to_string(TraceFormat format) {
     case TraceFormat::AlibabaPods: return "alibaba-pods";
     case TraceFormat::PhillyRaw: return "philly-raw";
     case TraceFormat::AlibabaPai: return "alibaba-pai";
+    case TraceFormat::Helios: return "helios";
   }
   return "auto";
 }
@@ -403,6 +405,7 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
     case TraceFormat::AlibabaPods: detail::read_alibaba_pods(path, lines, options, t); break;
     case TraceFormat::PhillyRaw: detail::read_philly_raw(path, body, options, t); break;
     case TraceFormat::AlibabaPai: detail::read_alibaba_pai(path, lines, options, t); break;
+    case TraceFormat::Helios: detail::read_helios(path, lines, options, t); break;
     case TraceFormat::Auto: break;
   }
   finish(t, options.limit);

@@ -15,12 +15,12 @@ namespace cellsched {
 
 enum class TraceFormat {
   Auto, Gavel, GavelLegacy, Philly, Csv, Tiresias, Crius, Pollux, AlibabaPods, PhillyRaw,
-  AlibabaPai
+  AlibabaPai, Helios
 };
 
 // "auto", "gavel", "gavel-legacy", "philly", "csv", "tiresias", "crius",
-// "pollux", "alibaba-pods", "philly-raw", "alibaba-pai"; throws InputError
-// otherwise.
+// "pollux", "alibaba-pods", "philly-raw", "alibaba-pai", "helios"; throws
+// InputError otherwise.
 TraceFormat parse_trace_format(const std::string& name);
 std::string to_string(TraceFormat format);
 

@@ -81,6 +81,10 @@ using RowFn = std::function<void(const Ctx&, const std::vector<std::string>&)>;
 void for_each_row(const std::string& path, const std::vector<std::string_view>& lines,
                   const char* format, const char* columns, const RowFn& fn);
 
+// Makes the arrival (and deadline) times of jobs [first, end) relative to
+// the earliest of those arrivals.
+void rebase_arrivals(Trace& t, size_t first);
+
 // Days since 1970-01-01 of a proleptic Gregorian date.
 int64_t days_from_civil(int64_t y, unsigned m, unsigned d);
 // "2017-10-09 07:01:55" (or with 'T') -> seconds since the epoch, no time
@@ -121,6 +125,8 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
 void read_alibaba_pods(const std::string& path, const std::vector<std::string_view>& lines,
                        const TraceReadOptions& options, Trace& t);
 
+void read_helios(const std::string& path, const std::vector<std::string_view>& lines,
+                 const TraceReadOptions& options, Trace& t);
 // Alibaba PAI 2020 task table (headerless), with pai_job_table.csv beside it.
 void read_alibaba_pai(const std::string& path, const std::vector<std::string_view>& lines,
                       const TraceReadOptions& options, Trace& t);

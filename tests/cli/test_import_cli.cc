@@ -96,6 +96,25 @@ TEST_F(ImportCli, SimulateTakesTheFilesDirectly) {
   EXPECT_NE(r.err.find("--cells-table"), std::string::npos) << r.err;
 }
 
+TEST_F(ImportCli, PhillyRawLogReplaysFailures) {
+  Result r = run({"simulate", "--trace", fixture("philly_raw_jobs.json"), "--cluster", "v100:16",
+                  "--policy", "fifo,tiresias", "--replay-failures", "--no-db"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("fifo: 2 failed attempts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tiresias: 2 failed attempts"), std::string::npos) << r.out;
+  r = run({"simulate", "--trace", fixture("philly_raw_jobs.json"), "--cluster", "v100:16",
+           "--policy", "fifo", "--no-db", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["runs"][0]["metrics"].contains("failed_attempts"));
+  r = run({"trace", "inspect", fixture("helios_cluster_log.csv"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "helios");
+  r = run({"trace", "inspect", fixture("pai/pai_task_table.csv"), "--format", "alibaba-pai",
+           "--gpu-map", "MISC=p100", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["jobs"], 3);
+}
+
 TEST_F(ImportCli, BadRowExitsTwoWithFileAndLine) {
   const std::string bad = write("p.csv", "\xEF\xBB\xBFname,time,application,num_replicas,batch_size\r\n"
                                          "a-0,10,cifar10,2,512\r\nb-1,20,cifar10,0,512\r\n");

@@ -165,6 +165,26 @@ TEST(Tiresias, ModelMapOverridesAndUnknownModelsAreNamed) {
             std::string::npos);
 }
 
+TEST(Tiresias, ModelMapOntoZooModels) {
+  TempDir d;
+  const std::string p = d.write(
+      "t.csv", "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+               "7,2,10,100,vgg16,600,5\n");
+  TraceReadOptions o;
+  o.model_map = {{"vgg16", "wrn-50-2@64"}};
+  EXPECT_NE(input_error([&] { load(p, o); }).find(p + ":2: zoo model 'wrn-50-2' needs --oracle cells"),
+            std::string::npos);
+  o.model_rate = [](const std::string& model, int batch, int gpus) {
+    return model == "wrn-50-2" && batch == 64 ? 1.5 * gpus : 0.0;
+  };
+  const Trace t = load(p, o);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_type, "wrn-50-2@64");
+  EXPECT_EQ(t.jobs[0].model, "wrn-50-2");
+  EXPECT_EQ(t.jobs[0].batch_size, 64);
+  EXPECT_EQ(t.jobs[0].total_iterations, 600 * 3.0);
+}
+
 TEST(Tiresias, BadRowsNameFileAndLine) {
   const std::string hdr = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n";
   const Cases cases = {
@@ -402,6 +422,50 @@ TEST(AlibabaPai, BadRowsNameFileAndLine) {
   o.format = TraceFormat::AlibabaPai;
   EXPECT_NE(input_error([&] { load(p, o); }).find(p + ":1: job a: unknown gpu_type 'K40'"),
             std::string::npos);
+}
+
+// ---- Helios ----------------------------------------------------------------------
+
+TEST(Helios, PublishedExampleRows) {
+  const Trace t = load(fixture("helios_cluster_log.csv"));
+  EXPECT_EQ(t.format, "helios");
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].name, "1425511");
+  EXPECT_EQ(t.jobs[1].gpus, 4);
+  EXPECT_EQ(t.jobs[1].arrival_s, 26);  // 18:41:27 after 18:41:01
+  EXPECT_EQ(t.jobs[1].duration_hint_s, 249);
+  const double rate = *table().get("v100", t.jobs[1].job_type, 4);
+  EXPECT_EQ(t.jobs[1].total_iterations, std::round(249 * rate));
+  EXPECT_EQ(note(t, "state FAILED"), 1);
+}
+
+TEST(Helios, BadRowsCpuJobsAndBomCrlf) {
+  const std::string hdr =
+      "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,"
+      "queue\n";
+  const Cases cases = {
+      {"1,u,v,-1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "gpu_num must be a non-negative integer"},
+      {"1,u,v,1,1,1,COMPLETED,June 9,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "bad submit_time 'June 9'"},
+      {"1,u,v,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:40:01,60,0",
+       "end_time is before start_time"},
+      {"1,u,v,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,inf,0",
+       "duration must be a number"},
+      {"1,u,v,1,1,1,,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-09 18:42:01,60,0",
+       "empty state"},
+  };
+  expect_row_errors(hdr, cases);
+  TempDir d;
+  const std::string p = d.write(
+      "h.csv", windows(hdr +
+                       "1,u,v,0,8,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,"
+                       "2020-06-09 18:42:01,60,0\n"
+                       "2,u,v,2,8,1,COMPLETED,2020-06-09 18:41:02,2020-06-09 18:41:02,"
+                       "2020-06-09 18:42:02,60,0\n"));
+  const Trace t = load(p);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(note(t, "skipped: CPU job"), 1);
 }
 
 TEST(NameMap, ParsesAndRejects) {
