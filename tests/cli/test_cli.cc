@@ -256,7 +256,7 @@ TEST_F(Cli, CellsOracleNeedsAProfiledDatabase) {
 
 TEST_F(Cli, FromATinyProfileToASchedule) {
   // Profile on this CPU, then schedule Philly jobs mapped onto the model with
-  // cells tuned on demand for GPU types never profiled (extrapolated).
+  // cells tuned on demand for GPU types never profiled (modeled: a CPU profile never prices a GPU).
   Result r = run({"profile", "compute", "--model", "gpt-tiny", "--device", "cpu", "--tp", "1,2",
                   "--db", db()});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -268,7 +268,7 @@ TEST_F(Cli, FromATinyProfileToASchedule) {
   const auto j = nlohmann::json::parse(slurp(dir_ / "s" / "schedule.json"));
   ASSERT_FALSE(j["entries"].empty());
   for (const auto& e : j["entries"])
-    EXPECT_NE(e["plan"].get<std::string>().find("(extrapolated)"), std::string::npos) << e.dump();
+    EXPECT_NE(e["plan"].get<std::string>().find("(modeled)"), std::string::npos) << e.dump();
   r = run({"tune", "--model", "gpt-tiny", "--gpu-type", "v100", "--gpus", "2", "--batch", "8",
            "--db", db(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

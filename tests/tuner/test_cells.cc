@@ -139,7 +139,7 @@ TEST(CellOracle, TunesMissingCellsOnceAndTheStoreAnswersTheSecondTime) {
     // The same question again comes from memory.
     EXPECT_EQ(oracle.throughput(j, "a100-80", 2, true), first);
     EXPECT_EQ(oracle.tuned(), 1);
-    EXPECT_NE(oracle.plan(j, "a100-80", 2).find("(extrapolated)"), std::string::npos);
+    EXPECT_NE(oracle.plan(j, "a100-80", 2).find("(modeled)"), std::string::npos);
   }
   const auto stored = store.find("toy", "a100-80", 1, 2, 0, 8);
   ASSERT_TRUE(stored.has_value());
