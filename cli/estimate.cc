@@ -166,6 +166,8 @@ int parse_stages(const std::string& s) {
 }  // namespace
 
 int cmd_estimate(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--validate" || a.rfind("--validate=", 0) == 0) return run_validate_gpu(args);
   po::options_description opt("estimate options");
   Common c;
   int stages = 1;
@@ -176,7 +178,8 @@ int cmd_estimate(const std::vector<std::string>& args) {
       ("plan", po::value(&plan_spec)->default_value(""),
        "dp=D,tp=T,mb=B[,mbs=M][,layers=L0:L1...]; per-stage values separated by ':'");
   po::variables_map vm;
-  if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]",
+  if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]\n"
+             "       cellsched estimate --validate FILE (measured GPU iterations vs estimates; --validate --help)",
              args, opt, {}, vm))
     return 0;
   Loaded l = load(c);

@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,10 @@ ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& mo
 
 void print_estimate(std::ostream& out, const estimator::Cell& cell, const estimator::Plan& plan,
                     const estimator::Estimate& e);
+// `cellsched estimate --validate FILE`: measured GPU iterations against the
+// estimates (cli/validate_gpu.cc).
+int run_validate_gpu(const std::vector<std::string>& args);
+
 nlohmann::json estimate_json(const estimator::Cell& cell, const estimator::Plan& plan, const estimator::Estimate& e);
 
 }  // namespace cellsched::cli
