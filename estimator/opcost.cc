@@ -143,9 +143,9 @@ const Efficiency& efficiency_of(const GpuSpec& g) {
   // Calibrated on the `calibration` rows of examples/data/gpu_measurements/
   // (docs/estimator.md: which rows, and the errors before and after).
   static const std::map<std::string, Efficiency> by_arch = {
-      {"kepler", {0.70, 0.70, 0.80, 0.70, 10}},
+      {"kepler", {0.55, 0.55, 0.80, 0.60, 10}},
       {"pascal", {0.85, 0.85, 0.85, 0.80, 10}},
-      {"volta", {0.88, 0.70, 0.85, 0.80, 10}},
+      {"volta", {0.88, 0.52, 0.85, 0.80, 10}},
       {"turing", {0.85, 0.60, 0.85, 0.80, 10}},
       {"ampere", {0.88, 0.72, 0.85, 0.80, 10}},
       {"ada", {0.85, 0.62, 0.85, 0.80, 10}},
@@ -176,13 +176,16 @@ constexpr Tile kTiles[] = {
 // A short reduction dimension cannot hide the tile's prologue and epilogue.
 constexpr double kHalfK = 32;
 
+constexpr double kTf32Share = 0.65;
+
 }  // namespace
 
 double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const Efficiency& e = efficiency_of(g);
   const bool tensor = p != Precision::FP32 && g.tensor_cores();
-  const double top = tensor ? e.gemm_tensor : e.gemm_fp32;
+  // TF32 kernels reach a smaller share of their peak than fp16/bf16 ones.
+  const double top = tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
   const double sms = std::max(1, g.sm_count);
   double best = 0;
   for (const Tile& t : kTiles) {
@@ -199,9 +202,10 @@ double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double
 
 double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   const Efficiency& e = efficiency_of(g);
-  const double f = backward ? kBackwardFactor : 1.0;
+  const bool product = op.cls == OpClass::Gemm || op.cls == OpClass::Attention || op.cls == OpClass::Conv;
+  const double f = backward ? (product ? kBackwardFactor : kBackwardMemoryFactor) : 1.0;
   double compute_s = 0;
-  if (op.cls == OpClass::Gemm || op.cls == OpClass::Attention || op.cls == OpClass::Conv) {
+  if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;
     if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);

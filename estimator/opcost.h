@@ -31,10 +31,11 @@ struct Op {
 };
 
 // Backward of an op relative to its forward: GEMM-like ops compute the input
-// and the weight gradient (2x FLOPs, bytes and kernels); elementwise and
-// memory-bound ops read the output gradient and the saved input and write
-// the input gradient (2x bytes).
+// and the weight gradient (2x FLOPs, bytes and kernels); memory-bound ops read
+// the output gradient and the saved input and write the input gradient
+// (ReLU 3 passes for 2, batch norm about 5 for 3: 1.6x bytes).
 constexpr double kBackwardFactor = 2.0;
+constexpr double kBackwardMemoryFactor = 1.6;
 
 // A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel
 // shards (tp > 1 only for tensor-parallel layers). Kinds the zoo builds
