@@ -189,7 +189,7 @@ int cmd_estimate(const std::vector<std::string>& args) {
   const estimator::Estimate e = estimator::estimate(*l.cm, cell, plan);
   if (vm.count("json")) {
     auto j = estimate_json(cell, plan, e);
-    j["profile_run_id"] = l.profiles.compute.id;
+    j["profile_run_id"] = l.cm->compute_run_id();
     std::cout << j.dump(2) << "\n";
   } else {
     print_estimate(std::cout, cell, plan, e);
@@ -208,7 +208,7 @@ int cmd_tune(const std::vector<std::string>& args) {
       ("all", "tune every cell of 1, 2, 4 ... --gpus GPUs and every stage count; store them all")
       ("pareto", po::value(&pareto)->default_value(4), "plans kept per cell (time vs memory)")
       ("force", "tune again even when the store holds the cell")
-      ("no-db", "do not read or write cell estimates");
+      ("no-db", "do not read or write cell estimates (implied by --precision: the store keeps default-precision cells)");
   po::variables_map vm;
   if (!parse("cellsched tune --model M --gpu-type T --gpus N [--stages auto|S] [--all] [options]", args, opt, {}, vm))
     return 0;
@@ -219,8 +219,9 @@ int cmd_tune(const std::vector<std::string>& args) {
   tuner::TuneOptions to;
   to.global_batch = c.batch;
   to.pareto_size = pareto;
-  const int64_t pid = l.profiles.compute.id;
-  const bool use_db = !vm.count("no-db");
+  const int64_t pid = cm.compute_run_id();
+  // The store's key has no precision: a cell at an explicit precision is neither read nor stored.
+  const bool use_db = !vm.count("no-db") && c.precision.empty();
   std::optional<db::CellStore> store;
   if (use_db) store.emplace(db::CellStore::open(c.db_path));
 

@@ -90,7 +90,8 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
     // A CPU profile's times never price a GPU: the analytic model does.
     source_ = Source::Model;
     basis_ = Basis::Modeled;
-    if (compute) compute_run_id_ = compute->id;
+    // compute_run_id() stays 0: a modeled estimate depends on no profile (the
+    // cell store keys its cells by it, so cells priced otherwise are retuned).
     note(std::string("modeled: per-layer operator costs on ") + gpu_type_ + " at " +
          precision_name(model_.precision) + (compute ? " (the cpu profile's times are not used)" : ""));
   } else {

@@ -176,8 +176,6 @@ constexpr Tile kTiles[] = {
 // A short reduction dimension cannot hide the tile's prologue and epilogue.
 constexpr double kHalfK = 32;
 
-constexpr double kTf32Share = 0.65;
-
 }  // namespace
 
 double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {

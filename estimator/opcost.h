@@ -37,6 +37,10 @@ struct Op {
 constexpr double kBackwardFactor = 2.0;
 constexpr double kBackwardMemoryFactor = 1.6;
 
+// TF32 kernels reach this share of the generation's tensor-core efficiency
+// (calibrated on the A100 TF32 ResNet-50 row).
+constexpr double kTf32Share = 0.65;
+
 // A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel
 // shards (tp > 1 only for tensor-parallel layers). Kinds the zoo builds
 // (embedding, decoder, moe_decoder, head, conv, residual_block) are split by
