@@ -22,18 +22,35 @@ namespace cellsched::cli {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
-                                 int64_t compute_id, int64_t comm_id) {
+                                 int64_t compute_id, int64_t comm_id, bool require_compute) {
+  const bool gpu = find_gpu(gpu_type) && find_gpu(gpu_type)->arch != "cpu";
+  ProfileSelection sel;
+  if (!require_compute && gpu && compute_id == 0 && comm_id == 0 && db_path != ":memory:" &&
+      !std::filesystem::exists(db_path)) {
+    sel.has_compute = false;  // nothing stored: the analytic model prices the GPU type
+    return sel;
+  }
   if (db_path != ":memory:" && !std::filesystem::exists(db_path))
     throw InputError(db_path + ": no such database (run `cellsched profile compute --model " + model.name +
                      "` first, or pass --db)");
   const auto store = db::ProfileStore::open(db_path);
-  ProfileSelection sel;
   if (compute_id == 0) compute_id = store.latest_compute(model.name, gpu_type);
-  if (compute_id == 0) compute_id = store.latest_compute(model.name, "");
-  if (compute_id == 0)
+  if (compute_id == 0 && gpu) {  // another GPU type's profile transfers; a CPU profile adds nothing
+    for (const auto& s : store.list())  // newest first
+      if (s.kind == "compute" && s.model == model.name && find_gpu(s.device_type) &&
+          find_gpu(s.device_type)->arch != "cpu") {
+        compute_id = s.id;
+        break;
+      }
+  }
+  if (compute_id == 0 && !require_compute && gpu) sel.has_compute = false;
+  if (compute_id == 0 && sel.has_compute) compute_id = store.latest_compute(model.name, "");
+  if (compute_id == 0 && sel.has_compute)
     throw InputError(db_path + ": no compute profile of model " + model.name +
                      " (run `cellsched profile compute --model " + model.name + "`, or pass --profile ID)");
-  auto c = store.load(compute_id);
+  if (!sel.has_compute) compute_id = 0;
+  auto c = compute_id ? store.load(compute_id) : std::optional<ProfileRun>(ProfileRun{});
+  if (!sel.has_compute) c->kind = "compute";
   if (!c) throw InputError(db_path + ": no profile " + std::to_string(compute_id) + " (see cellsched profile list)");
   if (c->kind != "compute")
     throw InputError(db_path + ": profile " + std::to_string(compute_id) + " is a " + c->kind + " profile");
@@ -86,14 +103,14 @@ void print_estimate(std::ostream& out, const estimator::Cell& cell, const estima
   out << "throughput: " << fixed(e.samples_per_s, 2) << " samples/s\n";
   out << "memory: " << fixed(e.memory_bytes / kGiB, 3) << " GiB per GPU of " << fixed(e.memory_capacity_bytes / kGiB, 1)
       << " GiB usable" << (e.feasible ? "" : " -- INFEASIBLE: " + e.infeasible_reason) << "\n";
-  out << "basis: " << estimator::basis_name(e.basis) << "\n";
+  out << "basis: " << estimator::basis_name(e.basis) << "; precision: " << precision_name(e.precision) << "\n";
   for (const auto& n : e.notes) out << "  note: " << n << "\n";
 }
 
 namespace {
 
 struct Common {
-  std::string model, gpu_type, db_path, optimizer = "adam";
+  std::string model, gpu_type, db_path, optimizer = "adam", precision;
   int gpus = 1, gpus_per_host = 8, batch = 64;
   int64_t profile = 0, comm_profile = 0;
   double memory_fraction = 0.9;
@@ -107,6 +124,9 @@ void add_common(po::options_description& opt, Common& c) {
       ("gpus-per-host", po::value(&c.gpus_per_host)->default_value(8), "GPUs per host (cells above span hosts)")
       ("batch", po::value(&c.batch)->default_value(64), "global batch (samples per iteration)")
       ("optimizer", po::value(&c.optimizer)->default_value("adam"), "adam, sgd or sgd-momentum")
+      ("precision", po::value(&c.precision),
+       "fp32, tf32, fp16 or bf16 (16-bit: mixed, fp32 master weights); default: the model's, else bf16/fp16 "
+       "where the GPU type has it, fp32 on the CPU")
       ("memory-fraction", po::value(&c.memory_fraction)->default_value(0.9), "usable share of device memory")
       ("db", po::value(&c.db_path)->default_value(default_db_path()), "SQLite file with the profiles")
       ("profile", po::value(&c.profile)->default_value(0), "compute profile id (default: newest matching)")
@@ -124,12 +144,14 @@ Loaded load(const Common& c) {
   Loaded l;
   l.model = load_model(c.model);
   const std::string type = canonical_gpu_name(c.gpu_type);
-  l.profiles = select_profiles(c.db_path, l.model, type, c.profile, c.comm_profile);
+  l.profiles = select_profiles(c.db_path, l.model, type, c.profile, c.comm_profile, false);
   estimator::Options o;
   o.optimizer = c.optimizer;
+  if (!c.precision.empty()) o.precision = parse_precision(c.precision);
   if (!(c.memory_fraction > 0 && c.memory_fraction <= 1)) throw InputError("--memory-fraction must be in (0, 1]");
   o.memory_fraction = c.memory_fraction;
-  l.cm.emplace(l.model, type, l.profiles.compute, l.profiles.comm ? &*l.profiles.comm : nullptr, o);
+  l.cm.emplace(l.model, type, l.profiles.has_compute ? &l.profiles.compute : nullptr,
+               l.profiles.comm ? &*l.profiles.comm : nullptr, o);
   return l;
 }
 
@@ -144,6 +166,8 @@ int parse_stages(const std::string& s) {
 }  // namespace
 
 int cmd_estimate(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--validate" || a.rfind("--validate=", 0) == 0) return run_validate_gpu(args);
   po::options_description opt("estimate options");
   Common c;
   int stages = 1;
@@ -154,7 +178,8 @@ int cmd_estimate(const std::vector<std::string>& args) {
       ("plan", po::value(&plan_spec)->default_value(""),
        "dp=D,tp=T,mb=B[,mbs=M][,layers=L0:L1...]; per-stage values separated by ':'");
   po::variables_map vm;
-  if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]",
+  if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]\n"
+             "       cellsched estimate --validate FILE (measured GPU iterations vs estimates; --validate --help)",
              args, opt, {}, vm))
     return 0;
   Loaded l = load(c);
@@ -164,7 +189,7 @@ int cmd_estimate(const std::vector<std::string>& args) {
   const estimator::Estimate e = estimator::estimate(*l.cm, cell, plan);
   if (vm.count("json")) {
     auto j = estimate_json(cell, plan, e);
-    j["profile_run_id"] = l.profiles.compute.id;
+    j["profile_run_id"] = l.cm->compute_run_id();
     std::cout << j.dump(2) << "\n";
   } else {
     print_estimate(std::cout, cell, plan, e);
@@ -183,7 +208,7 @@ int cmd_tune(const std::vector<std::string>& args) {
       ("all", "tune every cell of 1, 2, 4 ... --gpus GPUs and every stage count; store them all")
       ("pareto", po::value(&pareto)->default_value(4), "plans kept per cell (time vs memory)")
       ("force", "tune again even when the store holds the cell")
-      ("no-db", "do not read or write cell estimates");
+      ("no-db", "do not read or write cell estimates (implied by --precision: the store keeps default-precision cells)");
   po::variables_map vm;
   if (!parse("cellsched tune --model M --gpu-type T --gpus N [--stages auto|S] [--all] [options]", args, opt, {}, vm))
     return 0;
@@ -194,8 +219,9 @@ int cmd_tune(const std::vector<std::string>& args) {
   tuner::TuneOptions to;
   to.global_batch = c.batch;
   to.pareto_size = pareto;
-  const int64_t pid = l.profiles.compute.id;
-  const bool use_db = !vm.count("no-db");
+  const int64_t pid = cm.compute_run_id();
+  // The store's key has no precision: a cell at an explicit precision is neither read nor stored.
+  const bool use_db = !vm.count("no-db") && c.precision.empty();
   std::optional<db::CellStore> store;
   if (use_db) store.emplace(db::CellStore::open(c.db_path));
 

@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,18 +17,25 @@
 namespace cellsched::cli {
 
 struct ProfileSelection {
+  bool has_compute = true;  // false: no profile to use; a GPU type is then modeled
   ProfileRun compute;
   std::optional<ProfileRun> comm;
 };
 
 // The compute profile `compute_id`, else the newest of the model on gpu_type,
-// else the newest of the model on any device (extrapolated); the comm profile
-// `comm_id`, else the newest on gpu_type, else none. InputError when missing.
+// else (a GPU type) the newest on another GPU type (transferred), else the
+// newest on any device; the comm profile `comm_id`, else the newest on
+// gpu_type, else none. InputError when missing, unless !require_compute and
+// gpu_type is a GPU: then has_compute = false (modeled; no database needed).
 ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
-                                 int64_t compute_id, int64_t comm_id);
+                                 int64_t compute_id, int64_t comm_id, bool require_compute = true);
 
 void print_estimate(std::ostream& out, const estimator::Cell& cell, const estimator::Plan& plan,
                     const estimator::Estimate& e);
+// `cellsched estimate --validate FILE`: measured GPU iterations against the
+// estimates (cli/validate_gpu.cc).
+int run_validate_gpu(const std::vector<std::string>& args);
+
 nlohmann::json estimate_json(const estimator::Cell& cell, const estimator::Plan& plan, const estimator::Estimate& e);
 
 }  // namespace cellsched::cli

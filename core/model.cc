@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/parse_util.h"
@@ -175,10 +176,10 @@ void add_wrn_layers(ModelSpec& m) {
     stem.params = conv_params(3, 64, 7) + 128;
     stem.flops_per_sample = conv_flops(3, 64, 7, m.image / 2.0);
     spatial = m.image / 4;
-  } else {  // 3x3 conv
-    stem.out_channels = 16;
-    stem.params = conv_params(3, 16, 3);
-    stem.flops_per_sample = conv_flops(3, 16, 3, m.image);
+  } else {  // 3x3 conv (64 channels for the CIFAR ResNet-18 layout)
+    stem.out_channels = m.depth == 18 ? 64 : 16;
+    stem.params = conv_params(3, stem.out_channels, 3);
+    stem.flops_per_sample = conv_flops(3, stem.out_channels, 3, m.image);
   }
   stem.activation_bytes_per_sample = stem.out_channels * double(spatial) * spatial * bpv;
   stem.saved_bytes_per_sample = 3.0 * m.image * m.image * bpv + 2 * stem.activation_bytes_per_sample;
@@ -200,10 +201,11 @@ void add_wrn_layers(ModelSpec& m) {
         channels = out;
       }
     }
-  } else {  // basic blocks, (depth - 4) / 6 per group, widths 16k, 32k, 64k
-    const int n = (m.depth - 4) / 6;
-    for (int g = 0; g < 3; ++g) {
-      const int out = 16 * (1 << g) * m.width_factor;
+  } else {  // basic blocks: ResNet-18 on CIFAR (He et al.) [2, 2, 2, 2] at 64k..512k, else WRN
+    const bool r18 = m.depth == 18;  // (depth - 4) / 6 per group at 16k, 32k, 64k
+    const int groups = r18 ? 4 : 3, n = r18 ? 2 : (m.depth - 4) / 6, base = r18 ? 64 : 16;
+    for (int g = 0; g < groups; ++g) {
+      const int out = base * (1 << g) * m.width_factor;
       for (int b = 0; b < n; ++b) {
         const int stride = (b == 0 && g > 0) ? 2 : 1;
         m.layers.push_back(residual_block(m, "group" + std::to_string(g + 1) + ".block" +
@@ -262,8 +264,9 @@ void build(ModelSpec& m, const std::string& file, long line) {
       need(m.depth == 50, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
       need(m.image % 32 == 0, "image must be a multiple of 32");
     } else {
-      need(m.depth >= 10 && (m.depth - 4) % 6 == 0, "CIFAR WRN depth must be 6n + 4 (n >= 1)");
-      need(m.image % 4 == 0, "image must be a multiple of 4");
+      need(m.depth == 18 || (m.depth >= 10 && (m.depth - 4) % 6 == 0),
+           "CIFAR WRN depth must be 6n + 4 (n >= 1), or 18 (the ResNet-18 layout)");
+      need(m.image % (m.depth == 18 ? 8 : 4) == 0, "image must be a multiple of 4 (8 for depth 18)");
     }
     add_wrn_layers(m);
   } else if (m.family == "torchscript") {
@@ -292,6 +295,10 @@ const std::map<std::string, ModelSpec>& zoo() {
         wrn("wrn-50-2", 50, 2, 224, 1000),
         wrn("wrn-28-10", 28, 10, 32, 10),
         wrn("wrn-tiny", 10, 1, 16, 10),
+        // The image models of Gavel's measured table: ResNet-50 on ImageNet
+        // (WRN-50 at width 1 is ResNet-50 v1.5) and ResNet-18 on CIFAR-10.
+        wrn("resnet-50", 50, 1, 224, 1000),
+        wrn("resnet-18", 18, 1, 32, 10),
     };
     auto moe = [](std::string name, int hidden, int layers, int heads, int seq, int vocab,
                   int experts, int top_k) {
@@ -371,6 +378,12 @@ ModelSpec load_model_yaml(const std::string& path) {
     const std::string val(detail::trim(v.Scalar()));
     if (key == "name") {
       m.name = val;
+    } else if (key == "precision") {
+      try {
+        m.precision = parse_precision(val);
+      } catch (const InputError& e) {
+        fail_input(path, line_of(v), e.what());
+      }
     } else if (key == "family") {
       m.family = detail::lower(val);
     } else if (key == "path") {
@@ -386,7 +399,24 @@ ModelSpec load_model_yaml(const std::string& path) {
     }
   }
   if (m.family.empty()) fail_input(path, line_of(root), "missing field 'family'");
+  if (m.precision != Precision::Default && seen.count("bytes_per_value") &&
+      m.bytes_per_value != bytes_per_value(m.precision))
+    fail_input(path, line_of(root), "bytes_per_value contradicts precision " + std::string(precision_name(m.precision)));
+  if (m.precision != Precision::Default) m.bytes_per_value = bytes_per_value(m.precision);
+  if (m.precision == Precision::Default && m.bytes_per_value == 2) m.precision = Precision::FP16;
   build(m, path, line_of(root));
+  return m;
+}
+
+ModelSpec with_precision(ModelSpec m, Precision p) {
+  if (p == Precision::Default) throw std::logic_error("with_precision: resolve the precision first");
+  const double r = static_cast<double>(bytes_per_value(p)) / m.bytes_per_value;
+  for (LayerSpec& l : m.layers) {
+    l.activation_bytes_per_sample *= r;
+    l.saved_bytes_per_sample *= r;
+  }
+  m.bytes_per_value = bytes_per_value(p);
+  m.precision = p;
   return m;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu.h"
+
 namespace cellsched {
 
 struct LayerSpec {
@@ -33,10 +35,18 @@ struct ModelSpec {
   std::string torchscript_path;            // torchscript
   std::vector<int> input_shape;            // torchscript: one sample's input shape (float)
   int bytes_per_value = 4;                 // 4 = fp32 (CPU), 2 = fp16/bf16
+  // Training precision as the model asks (YAML `precision:`); Default = the
+  // device's default (see resolve_precision). bytes_per_value 2 without a
+  // precision reads as fp16.
+  Precision precision = Precision::Default;
   std::vector<LayerSpec> layers;           // in forward order
 
   double total_params() const;
 };
+
+// The model trained at a resolved precision (not Default): bytes_per_value
+// and every layer's activation and saved bytes rescaled to its value size.
+ModelSpec with_precision(ModelSpec m, Precision p);
 
 // Names of the built-in zoo ("gpt-125m" ... "gpt-13b", "gpt-tiny", "moe-*", "wrn-*").
 std::vector<std::string> zoo_names();

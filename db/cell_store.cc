@@ -25,8 +25,10 @@ void check(const CellRecord& r, size_t i) {
   if (r.model.empty() || r.gpu_type.empty()) throw InputError(w + "model and GPU type must be named");
   if (r.hosts < 1 || r.gpus_per_host < 1 || r.stages < 0 || r.global_batch < 1)
     throw InputError(w + "hosts, GPUs per host and global batch must be >= 1, stages >= 0");
-  if (r.basis != "measured" && r.basis != "extrapolated" && r.basis != "infeasible")
-    throw InputError(w + "basis must be measured, extrapolated or infeasible, not '" + r.basis + "'");
+  if (r.basis != "measured" && r.basis != "extrapolated" && r.basis != "transferred" && r.basis != "modeled" &&
+      r.basis != "infeasible")
+    throw InputError(w + "basis must be measured, extrapolated, transferred, modeled or infeasible, not '" +
+                     r.basis + "'");
   if (!nlohmann::json::accept(r.plan) || !nlohmann::json::accept(r.breakdown))
     throw InputError(w + "plan and breakdown must be JSON");
 }

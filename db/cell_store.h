@@ -19,7 +19,7 @@ struct CellRecord {
   int hosts = 1, gpus_per_host = 1;
   int stages = 0;            // 0 = the tuner chose the stage count (auto)
   int global_batch = 0;
-  std::string basis;         // "measured", "extrapolated", "infeasible"
+  std::string basis;         // "measured", "extrapolated", "transferred", "modeled", "infeasible"
   double iteration_ms = 0, samples_per_s = 0, memory_gib = 0;  // NaN when infeasible
   std::string plan = "{}";       // JSON (tuner::plan_json)
   std::string breakdown = "{}";  // JSON (tuner::breakdown_json)

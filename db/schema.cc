@@ -252,6 +252,32 @@ CREATE TABLE online_meta (
 ALTER TABLE profile_runs ADD COLUMN mem_gbps REAL NOT NULL DEFAULT 0;
 ALTER TABLE profile_runs ADD COLUMN cache_flush_bytes INTEGER NOT NULL DEFAULT 0;
 )sql"},
+    // v7: cells priced without a profile of their GPU type: basis 'transferred'
+    // (another GPU type's profile) or 'modeled' (the analytic model). SQLite
+    // cannot change a CHECK, so the table is rebuilt with its rows.
+    {7, R"sql(
+CREATE TABLE cell_estimates_v7 (
+  id             INTEGER PRIMARY KEY,
+  created_at     TEXT NOT NULL,
+  model          TEXT NOT NULL,
+  gpu_type       TEXT NOT NULL,
+  hosts          INTEGER NOT NULL,
+  gpus_per_host  INTEGER NOT NULL,
+  stages         INTEGER NOT NULL,   -- 0 = the tuner chose (auto)
+  global_batch   INTEGER NOT NULL,
+  basis          TEXT NOT NULL CHECK (basis IN ('measured', 'extrapolated', 'transferred', 'modeled', 'infeasible')),
+  iteration_ms   REAL,
+  samples_per_s  REAL,
+  memory_gib     REAL,
+  plan           TEXT NOT NULL,      -- JSON
+  breakdown      TEXT NOT NULL,      -- JSON
+  profile_run_id INTEGER REFERENCES profile_runs(id) ON DELETE SET NULL,
+  UNIQUE (model, gpu_type, hosts, gpus_per_host, stages, global_batch)
+);
+INSERT INTO cell_estimates_v7 SELECT * FROM cell_estimates;
+DROP TABLE cell_estimates;
+ALTER TABLE cell_estimates_v7 RENAME TO cell_estimates;
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

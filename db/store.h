@@ -35,7 +35,7 @@ struct RunSummary {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens (creating if missing) and migrates to kSchemaVersion. ":memory:" works.
   // Throws StoreError; a file newer than this build is refused.

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/gpu.h"
+#include "estimator/opcost.h"
 
 namespace cellsched::estimator {
 
@@ -30,7 +31,15 @@ bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
 
-const char* basis_name(Basis b) { return b == Basis::Measured ? "measured" : "extrapolated"; }
+const char* basis_name(Basis b) {
+  switch (b) {
+    case Basis::Measured: return "measured";
+    case Basis::Extrapolated: return "extrapolated";
+    case Basis::Transferred: return "transferred";
+    case Basis::Modeled: return "modeled";
+  }
+  return "?";
+}
 
 double pipeline_form(const std::vector<double>& x, int micro_batches) {
   double mx = 0, sum = 0;
@@ -43,20 +52,79 @@ double pipeline_form(const std::vector<double>& x, int micro_batches) {
 
 CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const ProfileRun& compute,
                      const ProfileRun* comm, Options options)
-    : model_(std::move(model)), options_(std::move(options)) {
+    : CostModel(std::move(model), gpu_type, &compute, comm, std::move(options)) {}
+
+CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const ProfileRun* compute,
+                     const ProfileRun* comm, Options options)
+    : options_(std::move(options)) {
   const GpuSpec* dst = find_gpu(gpu_type);
   if (!dst) gpu_type_ = canonical_gpu_name(gpu_type);  // throws, naming the alternatives
   gpu_type_ = dst->name;
-  if (model_.layers.empty()) throw InputError("model " + model_.name + ": has no layers");
+  dst_ = dst;
+  if (model.layers.empty()) throw InputError("model " + model.name + ": has no layers");
   if (options_.optimizer != "adam" && options_.optimizer != "sgd" &&
       options_.optimizer != "sgd-momentum")
     throw InputError("unknown optimizer '" + options_.optimizer + "' (adam, sgd, sgd-momentum)");
-  const std::string prof = "profile run " + std::to_string(compute.id);
-  if (compute.kind != "compute") throw InputError(prof + ": is a '" + compute.kind + "' run, not compute");
-  if (!compute.model.empty() && compute.model != model_.name)
-    throw InputError(prof + ": profiles model '" + compute.model + "', not '" + model_.name + "'");
-  compute_run_id_ = compute.id;
+  // Precision: the option, else the model's, else the type's default.
+  const Precision asked = options_.precision != Precision::Default ? options_.precision : model.precision;
+  model_ = with_precision(std::move(model), resolve_precision(asked, *dst));
+  for (const LayerSpec& l : model_.layers) param_tensors_ += layer_param_tensors(l);
+  dst_peak_tflops_ = model_.bytes_per_value <= 2 ? dst->fp16_tflops : dst->fp32_tflops;
+  dst_mem_gbps_ = dst->memory_gbps;
+  dst_memory_gib_ = dst->memory_gib;
+  same_host_gbps_ = dst->nvlink_gbps > 0 ? dst->nvlink_gbps : dst->pcie_gbps;
+  opt_mem_gbps_ = dst_mem_gbps_;
+  if (options_.network_gbps <= 0) options_.network_gbps = dst->nic_gbps;
+  const bool dst_cpu = dst->arch == "cpu";
+  if (compute) {
+    const std::string prof = "profile run " + std::to_string(compute->id);
+    if (compute->kind != "compute") throw InputError(prof + ": is a '" + compute->kind + "' run, not compute");
+    if (!compute->model.empty() && compute->model != model_.name)
+      throw InputError(prof + ": profiles model '" + compute->model + "', not '" + model_.name + "'");
+    src_ = find_gpu(compute->device_type);
+    if (!src_) throw InputError(prof + ": unknown device type '" + compute->device_type + "'");
+  }
+  if (!compute && dst_cpu)
+    throw InputError("model " + model_.name + " on the CPU: no compute profile (run `cellsched profile compute`)");
+  if (!compute || (src_->arch == "cpu" && !dst_cpu)) {
+    // A CPU profile's times never price a GPU: the analytic model does.
+    source_ = Source::Model;
+    basis_ = Basis::Modeled;
+    // compute_run_id() stays 0: a modeled estimate depends on no profile (the
+    // cell store keys its cells by it, so cells priced otherwise are retuned).
+    note(std::string("modeled: per-layer operator costs on ") + gpu_type_ + " at " +
+         precision_name(model_.precision) + (compute ? " (the cpu profile's times are not used)" : ""));
+  } else {
+    load_profile(*compute);
+  }
+  // Communication: measured curves when profiled on this type.
+  if (comm) {
+    if (comm->kind != "comm")
+      throw InputError("profile run " + std::to_string(comm->id) + ": is a '" + comm->kind + "' run, not comm");
+    const GpuSpec* cdev = find_gpu(comm->device_type);
+    if (cdev && cdev->name == gpu_type_) {
+      comm_measured_ = true;
+      comm_run_id_ = comm->id;
+      std::map<std::tuple<std::string, int, bool>, std::vector<std::pair<double, double>>> cp;
+      for (const CommProfile& c : comm->comms) {
+        if (c.bytes <= 0 || !(c.time_us >= 0)) continue;
+        cp[{c.collective, c.hosts * c.devices_per_host, c.link == "network"}].emplace_back(
+            static_cast<double>(c.bytes), c.time_us);
+      }
+      for (auto& [k, v] : cp) comm_[k] = Curve(std::move(v));
+    }
+  }
+  if (!comm_measured_) {
+    if (basis_ == Basis::Measured) basis_ = Basis::Extrapolated;
+    note(comm ? "links priced from the catalogue (comm profile run " + std::to_string(comm->id) +
+                    " is from " + comm->device_type + ")"
+              : "links priced from the catalogue (no comm profile)");
+  }
+}
 
+void CostModel::load_profile(const ProfileRun& compute) {
+  const std::string prof = "profile run " + std::to_string(compute.id);
+  compute_run_id_ = compute.id;
   // Layer profiles by shape_key and tp degree, curves over the micro-batch.
   std::map<std::string, std::map<int, std::pair<std::vector<std::pair<double, double>>,
                                                 std::vector<std::pair<double, double>>>>> pts;
@@ -83,52 +151,47 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
     }
     shape_of_layer_.push_back(it->second);
   }
-
-  // Devices: extrapolate compute through the catalogue when profiled elsewhere.
-  const GpuSpec* src = find_gpu(compute.device_type);
-  if (!src) throw InputError(prof + ": unknown device type '" + compute.device_type + "'");
+  const GpuSpec* src = src_;
   const bool half = model_.bytes_per_value <= 2;
-  auto peak = [&](const GpuSpec* g) { return half ? g->fp16_tflops : g->fp32_tflops; };
-  src_peak_tflops_ = peak(src);
+  src_peak_tflops_ = half ? src->fp16_tflops : src->fp32_tflops;
   src_mem_gbps_ = src->memory_gbps;
-  dst_peak_tflops_ = peak(dst);
-  dst_mem_gbps_ = dst->memory_gbps;
-  dst_memory_gib_ = dst->memory_gib;
-  same_host_gbps_ = dst->nvlink_gbps > 0 ? dst->nvlink_gbps : dst->pcie_gbps;
   // The optimizer step streams memory: at the profile's measured bandwidth,
   // scaled by the catalogue's ratio when this type was not the one profiled.
-  opt_mem_gbps_ = dst_mem_gbps_;
   if (compute.mem_gbps > 0) opt_mem_gbps_ = compute.mem_gbps * dst_mem_gbps_ / src_mem_gbps_;
-  if (src->name != gpu_type_) {
-    extrapolate_compute_ = true;
-    basis_ = Basis::Extrapolated;
-    note("compute extrapolated from " + src->name + " (" + prof +
-         ") by per-layer roofline calibrated with its measured efficiency");
-  }
-
-  // Communication: measured curves when profiled on this type.
-  if (comm) {
-    if (comm->kind != "comm")
-      throw InputError("profile run " + std::to_string(comm->id) + ": is a '" + comm->kind + "' run, not comm");
-    const GpuSpec* cdev = find_gpu(comm->device_type);
-    if (cdev && cdev->name == gpu_type_) {
-      comm_measured_ = true;
-      comm_run_id_ = comm->id;
-      std::map<std::tuple<std::string, int, bool>, std::vector<std::pair<double, double>>> cp;
-      for (const CommProfile& c : comm->comms) {
-        if (c.bytes <= 0 || !(c.time_us >= 0)) continue;
-        cp[{c.collective, c.hosts * c.devices_per_host, c.link == "network"}].emplace_back(
-            static_cast<double>(c.bytes), c.time_us);
-      }
-      for (auto& [k, v] : cp) comm_[k] = Curve(std::move(v));
+  if (src->name == gpu_type_) return;
+  if (src->arch != "cpu" && dst_->arch != "cpu") {
+    source_ = Source::Transfer;
+    basis_ = Basis::Transferred;
+    try {
+      src_precision_ = resolve_precision(model_.precision, *src);
+    } catch (const InputError&) {
+      src_precision_ = default_precision(*src);
     }
+    note("transferred from " + src->name + " (" + prof + ", taken as " + precision_name(src_precision_) +
+         "): each layer's measured time x the analytic model's ratio " + gpu_type_ + " / " + src->name);
+    return;
   }
-  if (!comm_measured_) {
-    basis_ = Basis::Extrapolated;
-    note(comm ? "links priced from the catalogue (comm profile run " + std::to_string(comm->id) +
-                    " is from " + comm->device_type + ")"
-              : "links priced from the catalogue (no comm profile)");
+  extrapolate_compute_ = true;
+  basis_ = Basis::Extrapolated;
+  note("compute extrapolated from " + src->name + " (" + prof +
+       ") by per-layer roofline calibrated with its measured efficiency");
+}
+
+CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, double mb, Precision p) const {
+  // Layers are priced at the model's value size; another precision (a
+  // transfer's source) only changes the peaks, which is what the ratio needs.
+  const Efficiency& eff = efficiency_of(g);
+  const std::vector<Op> ops = layer_ops(model_, model_.layers[static_cast<size_t>(layer)], mb, tp);
+  double f = 0, b = 0, kernels = 0;
+  for (const Op& op : ops) {
+    f += op_time_ms(g, p, op, false);
+    b += op_time_ms(g, p, op, true);
+    kernels += op.kernels;
   }
+  // The host issues kernels while the GPU runs earlier ones: a layer takes the
+  // longer of the two (2 us of GPU-side gap per kernel).
+  const double issue = kernels * eff.issue_us / 1000.0, gap = kernels * 2e-3;
+  return {std::max(f + gap, issue), std::max(b + kBackwardFactor * gap, kBackwardFactor * issue)};
 }
 
 void CostModel::note(const std::string& n) const { notes_.insert(n); }
@@ -150,6 +213,7 @@ double CostModel::roofline_ratio(int layer, int tp, double mb) const {
 
 CostModel::Time CostModel::layer_time(int layer, int tp, double mb) const {
   const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
+  if (source_ == Source::Model) return modeled_time(*dst_, layer, l.tensor_parallel ? tp : 1, mb, model_.precision);
   const Shape& sh = shapes_[static_cast<size_t>(shape_of_layer_[static_cast<size_t>(layer)])];
   const int k = l.tensor_parallel ? tp : 1;
   Time t;
@@ -163,9 +227,17 @@ CostModel::Time CostModel::layer_time(int layer, int tp, double mb) const {
   } else {
     const auto& whole = sh.by_tp.at(1);
     t = {whole.first(mb) / k, whole.second(mb) / k};
-    basis_ = Basis::Extrapolated;
+    if (basis_ == Basis::Measured) basis_ = Basis::Extrapolated;
     note("tp=" + std::to_string(k) + " shard of " + l.shape_key + " not profiled: whole layer / " +
          std::to_string(k));
+  }
+  if (source_ == Source::Transfer) {
+    // Op class by op class through the analytic model: compute-bound ops by the
+    // achieved-FLOP ratio, memory-bound ones by the bandwidth ratio.
+    const Time d = modeled_time(*dst_, layer, k, mb, model_.precision);
+    const Time s = modeled_time(*src_, layer, k, mb, src_precision_);
+    t.fwd_ms *= s.fwd_ms > 0 ? d.fwd_ms / s.fwd_ms : 1.0;
+    t.bwd_ms *= s.bwd_ms > 0 ? d.bwd_ms / s.bwd_ms : 1.0;
   }
   if (extrapolate_compute_) {
     const double r = roofline_ratio(layer, tp, mb);
@@ -198,7 +270,7 @@ double CostModel::collective_ms(const std::string& collective, int ranks, bool n
            std::to_string(best_ranks) + " ranks by the bus-bandwidth factor");
       return (*best)(bytes) / 1000.0 * busbw_factor(collective, ranks) / busbw_factor(collective, best_ranks);
     }
-    basis_ = Basis::Extrapolated;
+    if (basis_ == Basis::Measured) basis_ = Basis::Extrapolated;
     note(collective + (network ? " over the network" : " inside a host") +
          " not profiled: catalogue bandwidth");
   }
@@ -226,7 +298,20 @@ double CostModel::optimizer_ms(double params) const {
   // Bytes touched per parameter: read weight and gradient, read+write state, write weight.
   const double bpv = model_.bytes_per_value;
   const double traffic = 3 * bpv + 2 * optimizer_state_bytes_per_param();
+  if (source_ != Source::Profile) {
+    const double total = model_.total_params();
+    const double tensors = total > 0 ? param_tensors_ * params / total : 1;
+    return optimizer_step_ms(*dst_, params, traffic, tensors);
+  }
   return params * traffic / (opt_mem_gbps_ * 1e9) * 1000.0;
+}
+
+double CostModel::grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const {
+  const double whole = collective_ms("all_reduce", dp, network, bytes);
+  if (!options_.overlap_grad_sync || dst_->arch == "cpu" || whole <= 0) return whole;
+  const double bucket = std::min(bytes, options_.bucket_mb * 1e6);
+  const double last = collective_ms("all_reduce", dp, network, bucket);
+  return std::max(last, whole - bwd_ms);
 }
 
 double CostModel::layer_params(int layer, int tp) const {
@@ -322,7 +407,8 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
       c[static_cast<size_t>(j)] = st.send_ms;
     }
     st.network_grad_sync = sp.dp > 1 && stage_network;
-    st.grad_sync_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
+    st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
+    st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
     st.optimizer_ms = cm.optimizer_ms(params);
     st.params_bytes = params * bpv;
     st.grads_bytes = params * bpv;
@@ -353,6 +439,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     e.infeasible_reason = os.str();
   }
   e.basis = cm.basis();
+  e.precision = cm.precision();
   e.notes = cm.notes();
   return e;
 }

@@ -47,13 +47,20 @@ struct Plan {
   int global_batch() const { return micro_batches * micro_batch_size; }
 };
 
-enum class Basis { Measured, Extrapolated };
-const char* basis_name(Basis b);  // "measured", "extrapolated"
+// measured: layer profiles of this GPU type (extrapolated: the same, with some
+// shard, size or link priced from the catalogue); transferred: a profile of
+// another GPU type moved layer by layer with the analytic model's ratio of the
+// two types; modeled: no profile of a GPU (estimator/opcost.h).
+enum class Basis { Measured, Extrapolated, Transferred, Modeled };
+const char* basis_name(Basis b);  // "measured", "extrapolated", "transferred", "modeled"
 
 struct Options {
   std::string optimizer = "adam";    // "adam", "sgd", "sgd-momentum": state and step traffic
   double memory_fraction = 0.9;      // usable share of the device memory
-  double network_gbps = 12.5;        // between hosts when no network profile exists (100 Gb/s)
+  double network_gbps = 0;           // between hosts when no network profile exists; 0 = the type's NIC default
+  Precision precision = Precision::Default;  // overrides the model's own; Default = the model's, else the type's
+  bool overlap_grad_sync = true;     // GPU types: DDP-style buckets all-reduced during the last backward
+  double bucket_mb = 25;             // DDP bucket size, MB
   double same_host_latency_us = 5;   // alpha per step of a catalogue-priced collective
   double network_latency_us = 20;
   int tp_allreduces_fwd = 2;         // per tensor-parallel layer (Megatron: attention + MLP)
@@ -66,7 +73,8 @@ struct StageEstimate {
   double fwd_ms = 0, bwd_ms = 0;     // compute, one micro-batch
   double tp_comm_ms = 0;             // tensor-parallel all-reduces, one micro-batch (fwd + bwd)
   double send_ms = 0;                // activations out + gradients back, one micro-batch (0 for the last)
-  double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients
+  double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients, the part not hidden by backward
+  double grad_sync_total_ms = 0;     // the whole all-reduce (overlapped or not)
   double optimizer_ms = 0;
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
   int in_flight = 0;                 // micro-batches whose activations are held (1F1B)
@@ -78,6 +86,7 @@ struct Estimate {
   bool feasible = true;
   std::string infeasible_reason;       // set when !feasible (memory)
   Basis basis = Basis::Measured;
+  Precision precision = Precision::FP32;  // resolved training precision
   std::vector<std::string> notes;      // what was extrapolated, and how
   double iteration_ms = 0;
   double samples_per_s = 0;
@@ -103,6 +112,9 @@ class CostModel {
   // the profiles do not cover the model or the types are unknown.
   CostModel(ModelSpec model, const std::string& gpu_type, const ProfileRun& compute,
             const ProfileRun* comm, Options options = {});
+  // `compute` may be null: a GPU type is then modeled (a CPU type needs a profile).
+  CostModel(ModelSpec model, const std::string& gpu_type, const ProfileRun* compute,
+            const ProfileRun* comm, Options options = {});
 
   const ModelSpec& model() const { return model_; }
   const std::string& gpu_type() const { return gpu_type_; }
@@ -127,6 +139,12 @@ class CostModel {
   // profile's measured bandwidth (scaled through the catalogue to another
   // type), else at the catalogue's.
   double optimizer_ms(double params) const;
+  // The exposed part of a data-parallel gradient all-reduce of `bytes` over dp
+  // ranks: on GPU types (overlap on) buckets of bucket_mb are reduced while the
+  // last micro-batch's backward (`bwd_ms`) runs, so only what exceeds it and
+  // the last bucket remain; otherwise the whole all-reduce.
+  double grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const;
+  Precision precision() const { return model_.precision; }
   // Optimizer state bytes per parameter.
   double optimizer_state_bytes_per_param() const;
   // Parameters of `layer` held by one GPU of a tp-way stage.
@@ -145,7 +163,9 @@ class CostModel {
     std::map<int, std::pair<Curve, Curve>> by_tp;  // tp -> (fwd, bwd) over micro-batch
   };
   double roofline_ratio(int layer, int tp, double micro_batch) const;
+  Time modeled_time(const GpuSpec& g, int layer, int tp, double micro_batch, Precision p) const;
   void note(const std::string& n) const;
+  void load_profile(const ProfileRun& compute);
 
   ModelSpec model_;
   std::string gpu_type_;
@@ -153,6 +173,11 @@ class CostModel {
   std::vector<int> shape_of_layer_;
   std::vector<Shape> shapes_;
   bool extrapolate_compute_ = false;
+  enum class Source { Profile, Transfer, Model } source_ = Source::Profile;
+  const GpuSpec* dst_ = nullptr;
+  const GpuSpec* src_ = nullptr;
+  Precision src_precision_ = Precision::FP32;
+  double param_tensors_ = 0;
   double src_peak_tflops_ = 0, src_mem_gbps_ = 0, dst_peak_tflops_ = 0, dst_mem_gbps_ = 0;
   double dst_memory_gib_ = 0, same_host_gbps_ = 0;
   double opt_mem_gbps_ = 0;  // prices the optimizer step

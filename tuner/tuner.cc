@@ -115,6 +115,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
     const size_t K = shapes.size();
     // Per shape and layer: stage time (fwd + bwd + TP comm), params, saved bytes, activation.
     std::vector<std::vector<double>> st(K, std::vector<double>(static_cast<size_t>(L)));
+    std::vector<std::vector<double>> bw(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<std::vector<double>> par(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<std::vector<double>> sav(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<double> suffix_min(static_cast<size_t>(L) + 1, 0);
@@ -123,6 +124,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
       for (int l = 0; l < L; ++l) {
         const auto t = cm.layer_time(l, shapes[k].tp, m);
         st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + cm.tp_comm_ms(l, shapes[k].tp, m, false);
+        bw[k][static_cast<size_t>(l)] = t.bwd_ms;
         par[k][static_cast<size_t>(l)] = cm.layer_params(l, shapes[k].tp);
         sav[k][static_cast<size_t>(l)] = cm.layer_saved_bytes(l, shapes[k].tp);
       }
@@ -154,10 +156,11 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
           if (lower_bound(x, j, a) >= incumbent) continue;
           for (size_t k = 0; k < K; ++k) {
             const double m = static_cast<double>(mbs) / shapes[k].dp;
-            double s = 0, p = 0, sv = 0, act = 0;
+            double s = 0, p = 0, sv = 0, act = 0, bwd = 0;
             for (int b = a + 1; b <= b_max; ++b) {
               const size_t l = static_cast<size_t>(b - 1);
               s += st[k][l];
+              bwd += bw[k][l];
               p += par[k][l];
               sv += sav[k][l];
               act = std::max(act, cm.model().layers[l].activation_bytes_per_sample * m);
@@ -171,7 +174,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
                                          : 0;
               y.max_c = std::max(x.max_c, c);
               y.sum = x.sum + s + c;
-              y.max_sync = std::max(x.max_sync, cm.collective_ms("all_reduce", shapes[k].dp, stage_net, p * bpv) +
+              y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
                                                     cm.optimizer_ms(p));
               y.mem = std::max(x.mem, mem);
               y.prev_a = a;
@@ -315,6 +318,7 @@ Plan plan_from_json(const std::string& text) {
 std::string breakdown_json(const Estimate& e) {
   nlohmann::json j;
   j["basis"] = estimator::basis_name(e.basis);
+  j["precision"] = precision_name(e.precision);
   j["notes"] = e.notes;
   j["iteration_ms"] = e.iteration_ms;
   j["samples_per_s"] = e.samples_per_s;
@@ -329,7 +333,7 @@ std::string breakdown_json(const Estimate& e) {
   for (const auto& s : e.stages)
     st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp},
                   {"replica_micro_batch", s.replica_micro_batch}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
-                  {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"grad_sync_ms", s.grad_sync_ms},
+                  {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"grad_sync_ms", s.grad_sync_ms}, {"grad_sync_total_ms", s.grad_sync_total_ms},
                   {"optimizer_ms", s.optimizer_ms}, {"params_bytes", s.params_bytes},
                   {"grads_bytes", s.grads_bytes}, {"optimizer_bytes", s.optimizer_bytes},
                   {"activation_bytes", s.activation_bytes}, {"in_flight", s.in_flight},

@@ -263,7 +263,7 @@ TEST_F(Cli, CellsOracleNeedsAProfiledDatabase) {
 
 TEST_F(Cli, FromATinyProfileToASchedule) {
   // Profile on this CPU, then schedule Philly jobs mapped onto the model with
-  // cells tuned on demand for GPU types never profiled (extrapolated).
+  // cells tuned on demand for GPU types never profiled (modeled: a CPU profile never prices a GPU).
   Result r = run({"profile", "compute", "--model", "gpt-tiny", "--device", "cpu", "--tp", "1,2",
                   "--db", db()});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -275,10 +275,39 @@ TEST_F(Cli, FromATinyProfileToASchedule) {
   const auto j = nlohmann::json::parse(slurp(dir_ / "s" / "schedule.json"));
   ASSERT_FALSE(j["entries"].empty());
   for (const auto& e : j["entries"])
-    EXPECT_NE(e["plan"].get<std::string>().find("(extrapolated)"), std::string::npos) << e.dump();
+    EXPECT_NE(e["plan"].get<std::string>().find("(modeled)"), std::string::npos) << e.dump();
   r = run({"tune", "--model", "gpt-tiny", "--gpu-type", "v100", "--gpus", "2", "--batch", "8",
            "--db", db(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
+  // No database: a GPU type is modeled; the basis and precision are printed.
+  Result r = run({"estimate", "--model", "gpt-125m", "--gpu-type", "a100-80", "--gpus", "8", "--batch", "64",
+                  "--db", (dir_ / "none.db").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("basis: modeled; precision: bf16"), std::string::npos) << r.out;
+  r = run({"tune", "--model", "gpt-125m", "--gpu-type", "v100", "--gpus", "2", "--precision", "fp32", "--no-db",
+           "--db", (dir_ / "none.db").string(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["basis"], "modeled");
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_TRUE(j.contains("iteration_ms"));
+  EXPECT_TRUE(j["feasible"].get<bool>());
+  r = run({"estimate", "--model", "gpt-125m", "--gpu-type", "v100", "--precision", "bf16", "--db", db()});
+  EXPECT_EQ(r.status, 2);  // no bf16 on a V100
+  // The shipped comparison runs; a bad row is named by file and line, exit 2.
+  r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("validation: 21 rows"), std::string::npos) << r.out;
+  const std::string bad = write("bad.csv",
+                                "model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s\n"
+                                "resnet-18,64,fp32,v100,1,1,0.04\n"
+                                "resnet-18,64,fp32,v100,1,1,nan\n");
+  r = run({"estimate", "--validate", bad});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -146,30 +146,47 @@ TEST(Estimator, OptimizerStepAtTheProfilesMeasuredBandwidth) {
   EXPECT_NEAR(CostModel(toy_model(), "cpu", compute, &comm, adam).optimizer_ms(1e6), 1e6 * 28 / 200e9 * 1e3, 1e-12);
   compute.mem_gbps = 20;  // measured on this device
   EXPECT_NEAR(CostModel(toy_model(), "cpu", compute, &comm, adam).optimizer_ms(1e6), 1e6 * 28 / 20e9 * 1e3, 1e-12);
-  // On another type, the measured share of the catalogue figure carries over: v100 900 GB/s x 20/200.
-  EXPECT_NEAR(CostModel(toy_model(), "v100", compute, &comm, adam).optimizer_ms(1e6), 1e6 * 28 / 90e9 * 1e3, 1e-12);
+  // A GPU profile priced on the CPU: the measured share of the catalogue figure carries over
+  // (cpu 200 GB/s x 90/900 when the v100 profile measured 90 GB/s).
+  auto gpu = toy_compute("v100");
+  gpu.mem_gbps = 90;
+  EXPECT_NEAR(CostModel(toy_model(), "cpu", gpu, &comm, adam).optimizer_ms(1e6), 1e6 * 28 / 20e9 * 1e3, 1e-12);
 }
 
-TEST(Estimator, OtherGpuTypesAreExtrapolatedByRoofline) {
+TEST(Estimator, GpuProfilesOnTheCpuAreExtrapolatedByRoofline) {
+  const auto compute = toy_compute("v100");
+  const auto comm = toy_comm("cpu");
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  EXPECT_EQ(cm.basis(), Basis::Extrapolated);
+  // Per layer at mb 1: 1e6 FLOPs, 4000 + 200 bytes (fp32 on the CPU).
+  // v100 (fp32 15.7 TFLOPS, 900 GB/s) -> cpu (2 TFLOPS, 200 GB/s).
+  const double src = std::max(1e6 / 15.7e12, 4200 / 900e9);
+  const double dst = std::max(1e6 / 2e12, 4200 / 200e9);
+  EXPECT_NEAR(cm.layer_time(0, 1, 1).fwd_ms, 1.0 * dst / src, 1e-9);
+  EXPECT_NEAR(cm.layer_time(0, 1, 1).bwd_ms, 2.0 * dst / src, 1e-9);
+}
+
+TEST(Estimator, CpuProfilesNeverPriceAGpu) {
   const auto compute = toy_compute("cpu");
   const auto comm = toy_comm("cpu");
   const CostModel cm(toy_model(), "v100", compute, &comm, sgd());
-  EXPECT_EQ(cm.basis(), Basis::Extrapolated);
-  // Per layer at mb 1: 1e6 FLOPs, 4000 + 200 bytes. cpu: max(1e6/2e12, 4200/200e9);
-  // v100 (fp32 15.7 TFLOPS, 900 GB/s): max(1e6/15.7e12, 4200/900e9).
-  const double src = std::max(1e6 / 2e12, 4200 / 200e9);
-  const double dst = std::max(1e6 / 15.7e12, 4200 / 900e9);
-  EXPECT_NEAR(cm.layer_time(0, 1, 1).fwd_ms, 1.0 * dst / src, 1e-12);
-  EXPECT_NEAR(cm.layer_time(0, 1, 1).bwd_ms, 2.0 * dst / src, 1e-12);
-  // Links from the catalogue: NVLink 150 GB/s, 5 us per ring step.
+  EXPECT_EQ(cm.basis(), Basis::Modeled);
+  const CostModel none(toy_model(), "v100", nullptr, nullptr, sgd());
+  EXPECT_EQ(none.basis(), Basis::Modeled);
+  // The same times with and without the CPU profile: its times are not used.
+  EXPECT_DOUBLE_EQ(cm.layer_time(0, 1, 4).fwd_ms, none.layer_time(0, 1, 4).fwd_ms);
+  EXPECT_LT(cm.layer_time(0, 1, 4).fwd_ms, 0.5);  // the profile says 4 ms
+  // Links from the catalogue: NVLink 150 GB/s, 5 us per ring step; the V100 NIC default 12.5 GB/s.
   EXPECT_NEAR(cm.collective_ms("all_reduce", 2, false, 1.5e6), (2 * 5 + 1.5e6 / 150e3) / 1000, 1e-12);
   EXPECT_NEAR(cm.collective_ms("all_reduce", 2, true, 1.25e6), (2 * 20 + 1.25e6 / 12.5e3) / 1000, 1e-12);
   Cell cell{"toy", "v100", 1, 1, 1};
   Plan p;
   p.stages = {{0, 4, 1, 1}};
   const Estimate e = estimate(cm, cell, p);
-  EXPECT_EQ(e.basis, Basis::Extrapolated);
+  EXPECT_EQ(e.basis, Basis::Modeled);
+  EXPECT_EQ(e.precision, Precision::FP16);  // the V100's default: fp16 mixed precision
   EXPECT_FALSE(e.notes.empty());
+  EXPECT_THROW(CostModel(toy_model(), "cpu", nullptr, nullptr), InputError);  // a CPU needs a profile
 }
 
 TEST(Estimator, MemoryBeyondTheDeviceIsInfeasible) {
@@ -183,7 +200,7 @@ TEST(Estimator, MemoryBeyondTheDeviceIsInfeasible) {
   const Estimate e = estimate(cm, one, p);
   EXPECT_FALSE(e.feasible);
   EXPECT_NE(e.infeasible_reason.find("GiB"), std::string::npos);
-  EXPECT_NEAR(e.stages[0].optimizer_bytes, 4e10 * 8, 1);
+  EXPECT_NEAR(e.stages[0].optimizer_bytes, 4e10 * 12, 1);  // fp16 on a V100: Adam + fp32 master weights
   // 1e9 params per GPU still need 16 GB; 1e8 per GPU fit.
   const CostModel small(toy_model(4, 1e8), "v100", compute, &comm, o);
   EXPECT_TRUE(estimate(small, one, p).feasible);

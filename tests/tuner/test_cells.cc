@@ -93,7 +93,7 @@ struct Fixture {
 TEST(CellOracle, ReadsAHandMadeCellTable) {
   Fixture f;
   db::CellStore store = db::CellStore::open(f.path);
-  const int64_t id = f.compute.id;
+  const int64_t id = 0;  // the GPU types are modeled: their cells come from no profile
   // a100-80: 1 GPU 80 samples/s, 2 GPUs on one host 150, 4 over 2 hosts 280;
   // v100: 1 GPU 40, 2 GPUs 70.
   std::vector<db::CellRecord> recs = {record("a100-80", 1, 1, 80, id), record("a100-80", 1, 2, 150, id),
@@ -139,11 +139,11 @@ TEST(CellOracle, TunesMissingCellsOnceAndTheStoreAnswersTheSecondTime) {
     // The same question again comes from memory.
     EXPECT_EQ(oracle.throughput(j, "a100-80", 2, true), first);
     EXPECT_EQ(oracle.tuned(), 1);
-    EXPECT_NE(oracle.plan(j, "a100-80", 2).find("(extrapolated)"), std::string::npos);
+    EXPECT_NE(oracle.plan(j, "a100-80", 2).find("(modeled)"), std::string::npos);
   }
   const auto stored = store.find("toy", "a100-80", 1, 2, 0, 8);
   ASSERT_TRUE(stored.has_value());
-  EXPECT_EQ(stored->profile_run_id, f.compute.id);
+  EXPECT_EQ(stored->profile_run_id, 0);  // modeled: priced from no profile (the CPU one gave the structure only)
   const CellOracle again(store, f.make(), c);
   EXPECT_DOUBLE_EQ(again.throughput(j, "a100-80", 2, true), first);
   EXPECT_EQ(again.tuned(), 0);

@@ -1,0 +1,72 @@
+// `cellsched estimate --validate FILE`: the estimator against real GPU
+// measurements (estimator/measurements.h describes the CSV). No LibTorch.
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cli/estimate_common.h"
+#include "core/error.h"
+#include "estimator/measurements.h"
+
+namespace cellsched::cli {
+
+namespace {
+
+std::string percent(double x) { return fixed(100 * x, 1) + "%"; }
+
+void print_summary(std::ostream& out, const std::string& name, const estimator::Summary& s) {
+  out << (name.empty() ? "all" : name) << ": " << s.rows << " rows, median |error| " << percent(s.median_error)
+      << ", worst " << percent(s.worst_error) << ", GPU-type pairs ordered " << s.ordered << "/" << s.pairs;
+  if (s.pairs > 0) out << " (" << percent(static_cast<double>(s.ordered) / s.pairs) << ")";
+  out << "\n";
+}
+
+}  // namespace
+
+int run_validate_gpu(const std::vector<std::string>& args) {
+  po::options_description opt("estimate --validate options");
+  std::string file, split;
+  opt.add_options()
+      ("validate", po::value(&file)->required(),
+       "CSV of measured iterations: model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s"
+       "[,split][,optimizer][,source]; batch = global samples per iteration")
+      ("split", po::value(&split)->default_value(""), "only rows of this split (e.g. validation)")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched estimate --validate FILE [--split S] [--json]", args, opt, {}, vm)) return 0;
+  auto ms = estimator::read_measurements(file);
+  if (!split.empty()) {
+    std::erase_if(ms, [&](const estimator::Measurement& m) { return m.split != split; });
+    if (ms.empty()) throw InputError(file + ": no rows of split '" + split + "'");
+  }
+  const auto rows = estimator::compare(ms, std::filesystem::path(file).parent_path().string());
+  const auto sums = estimator::summarize(rows);
+  if (vm.count("json")) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& c : rows)
+      a.push_back({{"line", c.m.line}, {"model", c.m.model}, {"batch", c.m.batch},
+                   {"precision", precision_name(c.m.precision)}, {"gpu_type", c.m.gpu_type},
+                   {"hosts", c.m.hosts}, {"gpus_per_host", c.m.gpus_per_host}, {"split", c.m.split},
+                   {"measured_s", c.m.iter_time_s}, {"estimated_s", c.estimated_s}, {"ratio", c.ratio()},
+                   {"basis", c.basis}, {"feasible", c.feasible}});
+    nlohmann::json s = nlohmann::json::object();
+    for (const auto& [k, v] : sums)
+      s[k.empty() ? "all" : k] = {{"rows", v.rows}, {"median_error", v.median_error}, {"worst_error", v.worst_error},
+                                  {"pairs", v.pairs}, {"ordered", v.ordered}};
+    std::cout << nlohmann::json{{"file", file}, {"rows", a}, {"summary", s}}.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"line", "model", "batch", "prec", "GPU type", "GPUs", "split", "measured s", "estimated s", "ratio", "basis"});
+  for (const auto& c : rows)
+    t.add({std::to_string(c.m.line), c.m.model, std::to_string(c.m.batch), precision_name(c.m.precision),
+           c.m.gpu_type, std::to_string(c.m.hosts * c.m.gpus_per_host), c.m.split.empty() ? "-" : c.m.split,
+           fixed(c.m.iter_time_s, 4), fixed(c.estimated_s, 4), fixed(c.ratio(), 2),
+           c.basis + (c.feasible ? "" : " (over memory)")});
+  t.print(std::cout);
+  for (const auto& [k, v] : sums) print_summary(std::cout, k, v);
+  return 0;
+}
+
+}  // namespace cellsched::cli

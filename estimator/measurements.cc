@@ -1,0 +1,162 @@
+#include "estimator/measurements.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "core/parse_util.h"
+#include "estimator/estimator.h"
+
+namespace cellsched::estimator {
+
+namespace {
+
+const std::vector<std::string> kColumns = {"model", "batch", "precision", "gpu_type", "hosts", "gpus_per_host",
+                                           "iter_time_s"};
+
+int positive_int(const std::string& path, long line, const std::string& name, std::string_view v) {
+  const auto n = detail::to_int(detail::trim(v));
+  if (!n || *n < 1 || *n > (1 << 24))
+    fail_input(path, line, name + " must be a positive integer, got '" + std::string(v) + "'");
+  return static_cast<int>(*n);
+}
+
+std::string model_path(const std::string& model, const std::string& base_dir) {
+  if ((detail::ends_with_ci(model, ".yaml") || detail::ends_with_ci(model, ".yml")) && !model.empty() &&
+      model[0] != '/')
+    return (std::filesystem::path(base_dir) / model).string();
+  return model;
+}
+
+}  // namespace
+
+double Comparison::error() const { return std::abs(ratio() - 1); }
+
+std::vector<Measurement> read_measurements(const std::string& path) {
+  const std::string text = detail::read_file(path);
+  const auto lines = detail::split_lines(text);
+  std::vector<Measurement> out;
+  std::vector<std::string> header;
+  int split_col = -1, source_col = -1, optimizer_col = -1;
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const long ln = static_cast<long>(i) + 1;
+    const std::string_view raw = detail::trim(lines[i]);
+    if (raw.empty() || raw[0] == '#') continue;
+    std::vector<std::string> f;
+    for (auto c : detail::split(raw, ',')) f.emplace_back(detail::trim(c));
+    if (header.empty()) {
+      header = f;
+      if (header.size() < kColumns.size() || !std::equal(kColumns.begin(), kColumns.end(), header.begin()))
+        fail_input(path, ln, "the header must start with model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s");
+      for (size_t c = kColumns.size(); c < header.size(); ++c) {
+        if (header[c] == "split") split_col = static_cast<int>(c);
+        if (header[c] == "source") source_col = static_cast<int>(c);
+        if (header[c] == "optimizer") optimizer_col = static_cast<int>(c);
+      }
+      continue;
+    }
+    if (f.size() != header.size())
+      fail_input(path, ln, std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    Measurement m;
+    m.line = ln;
+    m.model = f[0];
+    m.batch = positive_int(path, ln, "batch", f[1]);
+    try {
+      m.precision = parse_precision(f[2]);
+      if (m.precision == Precision::Default) throw InputError("say fp32, tf32, fp16 or bf16");
+      m.gpu_type = canonical_gpu_name(f[3]);
+      load_model(model_path(m.model, dir));
+    } catch (const InputError& e) {
+      fail_input(path, ln, e.what());
+    }
+    m.hosts = positive_int(path, ln, "hosts", f[4]);
+    m.gpus_per_host = positive_int(path, ln, "gpus_per_host", f[5]);
+    const auto t = detail::to_double(f[6]);
+    if (!t || !std::isfinite(*t) || *t <= 0 || *t >= 1e6)
+      fail_input(path, ln, "iter_time_s must be a positive number of seconds below 1e6, got '" + f[6] + "'");
+    m.iter_time_s = *t;
+    if (m.batch % (m.hosts * m.gpus_per_host) != 0)
+      fail_input(path, ln, "batch " + f[1] + " does not split over " + std::to_string(m.hosts * m.gpus_per_host) +
+                               " GPUs");
+    if (split_col >= 0) m.split = f[static_cast<size_t>(split_col)];
+    if (source_col >= 0) m.source = f[static_cast<size_t>(source_col)];
+    if (optimizer_col >= 0 && !f[static_cast<size_t>(optimizer_col)].empty()) {
+      m.optimizer = f[static_cast<size_t>(optimizer_col)];
+      if (m.optimizer != "adam" && m.optimizer != "sgd" && m.optimizer != "sgd-momentum")
+        fail_input(path, ln, "optimizer must be adam, sgd or sgd-momentum, got '" + m.optimizer + "'");
+    }
+    out.push_back(std::move(m));
+  }
+  if (header.empty()) fail_input(path, 1, "empty file (expected the header " + std::string("model,batch,...") + ")");
+  if (out.empty()) fail_input(path, static_cast<long>(lines.size()), "no measurements");
+  return out;
+}
+
+std::vector<Comparison> compare(const std::vector<Measurement>& ms, const std::string& base_dir) {
+  std::vector<Comparison> out;
+  for (const Measurement& m : ms) {
+    const ModelSpec spec = load_model(model_path(m.model, base_dir));
+    Options o;
+    o.precision = m.precision;
+    o.optimizer = m.optimizer;
+    const CostModel cm(spec, m.gpu_type, nullptr, nullptr, o);
+    Cell cell{spec.name, cm.gpu_type(), m.hosts, m.gpus_per_host, 1};
+    Plan p;
+    p.micro_batches = 1;
+    p.micro_batch_size = m.batch;
+    p.stages = {{0, cm.num_layers(), cell.gpus(), 1}};
+    const Estimate e = estimate(cm, cell, p);
+    Comparison c;
+    c.m = m;
+    c.estimated_s = e.iteration_ms / 1000.0;
+    c.basis = basis_name(e.basis);
+    c.feasible = e.feasible;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+Summary summary_of(const std::vector<const Comparison*>& rows) {
+  Summary s;
+  s.rows = static_cast<int>(rows.size());
+  if (rows.empty()) return s;
+  std::vector<double> err;
+  for (const Comparison* c : rows) err.push_back(c->error());
+  std::sort(err.begin(), err.end());
+  const size_t n = err.size();
+  s.median_error = n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2;
+  s.worst_error = err.back();
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      const Measurement &a = rows[i]->m, &b = rows[j]->m;
+      if (a.model != b.model || a.batch != b.batch || a.precision != b.precision || a.gpu_type == b.gpu_type ||
+          a.hosts * a.gpus_per_host != b.hosts * b.gpus_per_host)
+        continue;
+      ++s.pairs;
+      const bool measured = a.iter_time_s < b.iter_time_s;
+      const bool estimated = rows[i]->estimated_s < rows[j]->estimated_s;
+      if (measured == estimated) ++s.ordered;
+    }
+  return s;
+}
+
+}  // namespace
+
+std::map<std::string, Summary> summarize(const std::vector<Comparison>& rows) {
+  std::map<std::string, std::vector<const Comparison*>> by;
+  for (const Comparison& c : rows) {
+    by[""].push_back(&c);
+    if (!c.m.split.empty()) by[c.m.split].push_back(&c);
+  }
+  std::map<std::string, Summary> out;
+  for (const auto& [k, v] : by) out[k] = summary_of(v);
+  return out;
+}
+
+}  // namespace cellsched::estimator

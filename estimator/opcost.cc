@@ -1,0 +1,233 @@
+#include "estimator/opcost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace cellsched::estimator {
+
+const char* op_class_name(OpClass c) {
+  switch (c) {
+    case OpClass::Gemm: return "gemm";
+    case OpClass::Attention: return "attention";
+    case OpClass::Conv: return "conv";
+    case OpClass::Elementwise: return "elementwise";
+    case OpClass::Embedding: return "embedding";
+    case OpClass::Loss: return "loss";
+    case OpClass::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+namespace {
+
+// A GEMM-like op; bytes are both operands and the result once each (weights
+// of a Gemm are shared by the batch, attention and conv operands are not).
+Op product(OpClass cls, double m, double n, double k, double batch, double bpv, int kernels = 1) {
+  Op o;
+  o.cls = cls;
+  o.m = m;
+  o.n = n;
+  o.k = k;
+  o.batch = batch;
+  o.flops = 2 * m * n * k * batch;
+  const double b_operand = cls == OpClass::Gemm ? k * n : k * n * batch;
+  o.bytes = (m * k * batch + b_operand + m * n * batch) * bpv;
+  o.kernels = kernels;
+  return o;
+}
+
+Op stream(OpClass cls, double bytes, int kernels, double flops = 0) {
+  Op o;
+  o.cls = cls;
+  o.bytes = bytes;
+  o.kernels = kernels;
+  o.flops = flops;
+  return o;
+}
+
+// Convolution + batch norm (+ ReLU) at `pixels` output pixels per image.
+void conv_bn(std::vector<Op>& ops, double mb, double in, double out, double ksize, double pixels, double bpv,
+             bool relu) {
+  ops.push_back(product(OpClass::Conv, mb * pixels, out, in * ksize * ksize, 1, bpv));
+  // Training batch norm: statistics pass (read) and normalize (read + write); ReLU read + write.
+  ops.push_back(stream(OpClass::Elementwise, mb * out * pixels * bpv * (relu ? 5 : 3), relu ? 2 : 1));
+}
+
+void decoder_ops(std::vector<Op>& ops, const ModelSpec& m, const LayerSpec& l, double mb, double tp) {
+  const double h = m.hidden, s = m.seq, a = m.heads, bpv = m.bytes_per_value;
+  const double T = mb * s, d = h / a, ap = a / tp, hp = h / tp;
+  ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));  // layer norm
+  ops.push_back(product(OpClass::Gemm, T, 3 * hp, h, 1, bpv));      // QKV
+  ops.push_back(product(OpClass::Attention, s, s, d, mb * ap, bpv));  // Q K^T
+  // scale + mask, softmax, dropout over the score matrix.
+  ops.push_back(stream(OpClass::Elementwise, 6 * mb * ap * s * s * bpv, 3));
+  ops.push_back(product(OpClass::Attention, s, d, s, mb * ap, bpv));  // scores V
+  ops.push_back(stream(OpClass::Elementwise, 4 * T * hp * bpv, 2));   // head split / merge copies
+  ops.push_back(product(OpClass::Gemm, T, h, hp, 1, bpv));            // output projection
+  ops.push_back(stream(OpClass::Elementwise, 5 * T * h * bpv, 2));    // dropout + residual
+  ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));    // layer norm
+  if (l.kind == "moe_decoder") {
+    const double e = m.experts, k = m.top_k, te = T * k / e;
+    ops.push_back(product(OpClass::Gemm, T, e, h, 1, bpv));  // router
+    ops.push_back(stream(OpClass::Elementwise, 4 * T * k * h * bpv, 4));  // dispatch / combine
+    ops.push_back(product(OpClass::Gemm, te, 4 * hp, h, e, bpv, static_cast<int>(e)));
+    ops.push_back(stream(OpClass::Elementwise, 2 * T * k * 4 * hp * bpv, static_cast<int>(e)));  // GELU
+    ops.push_back(product(OpClass::Gemm, te, h, 4 * hp, e, bpv, static_cast<int>(e)));
+  } else {
+    ops.push_back(product(OpClass::Gemm, T, 4 * hp, h, 1, bpv));         // MLP up
+    ops.push_back(stream(OpClass::Elementwise, 2 * T * 4 * hp * bpv, 1));  // GELU
+    ops.push_back(product(OpClass::Gemm, T, h, 4 * hp, 1, bpv));         // MLP down
+  }
+  ops.push_back(stream(OpClass::Elementwise, 5 * T * h * bpv, 2));  // dropout + residual
+}
+
+void residual_ops(std::vector<Op>& ops, const LayerSpec& l, double mb, double bpv) {
+  const double si = l.spatial, so = si / l.stride, pi = si * si, po = so * so;
+  const double in = l.in_channels, mid = l.mid_channels, out = l.out_channels;
+  if (mid == 0) {
+    conv_bn(ops, mb, in, out, 3, po, bpv, true);
+    conv_bn(ops, mb, out, out, 3, po, bpv, false);
+  } else {  // v1.5 bottleneck: the stride on the 3x3 conv
+    conv_bn(ops, mb, in, mid, 1, pi, bpv, true);
+    conv_bn(ops, mb, mid, mid, 3, po, bpv, true);
+    conv_bn(ops, mb, mid, out, 1, po, bpv, false);
+  }
+  if (in != out || l.stride != 1) conv_bn(ops, mb, in, out, 1, po, bpv, false);  // projection
+  ops.push_back(stream(OpClass::Elementwise, 5 * mb * out * po * bpv, 2));     // add + ReLU
+}
+
+}  // namespace
+
+std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int tp_in) {
+  const double tp = l.tensor_parallel ? std::max(1, tp_in) : 1;
+  const double bpv = m.bytes_per_value;
+  std::vector<Op> ops;
+  if ((l.kind == "decoder" || l.kind == "moe_decoder") && m.hidden > 0) {
+    decoder_ops(ops, m, l, mb, tp);
+  } else if (l.kind == "embedding" && m.hidden > 0) {
+    const double T = mb * m.seq, h = m.hidden;
+    ops.push_back(stream(OpClass::Embedding, 2 * T * h / tp * bpv + 8 * T, 1));  // gather
+    ops.push_back(stream(OpClass::Elementwise, 3 * T * h * bpv, 2));           // + positions, dropout
+  } else if (l.kind == "head" && m.hidden > 0 && m.vocab > 0) {
+    const double T = mb * m.seq, h = m.hidden, v = m.vocab / tp;
+    ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));  // final layer norm
+    ops.push_back(product(OpClass::Gemm, T, v, h, 1, bpv));           // logits
+    // Cross-entropy: log-softmax in fp32 (read logits, write fp32), the loss gather.
+    ops.push_back(stream(OpClass::Loss, T * v * (bpv + 8), 3));
+  } else if (l.kind == "conv" && l.out_channels > 0) {
+    const bool imagenet = l.stride > 1;
+    const double out = l.out_channels, img = m.image > 0 ? m.image : l.spatial;
+    const double ho = imagenet ? img / 2 : img;
+    conv_bn(ops, mb, 3, out, imagenet ? 7 : 3, ho * ho, bpv, true);
+    if (imagenet) ops.push_back(stream(OpClass::Elementwise, mb * out * ho * ho * bpv * 1.25, 1));  // max pool
+  } else if (l.kind == "residual_block" && l.out_channels > 0) {
+    residual_ops(ops, l, mb, bpv);
+  } else if (l.kind == "head" && l.in_channels > 0) {  // image classifier: pool, linear, loss
+    const double c = l.in_channels, sp = l.spatial, n = l.out_channels;
+    ops.push_back(stream(OpClass::Elementwise, mb * c * (sp * sp + 1) * bpv, 1));
+    ops.push_back(product(OpClass::Gemm, mb, n, c, 1, bpv));
+    ops.push_back(stream(OpClass::Loss, mb * n * (bpv + 8), 3));
+  } else {  // unknown structure: one square GEMM of the FLOPs, one pass over the activations
+    const double f = l.flops_per_sample * mb / tp;
+    if (f > 0) {
+      const double side = std::cbrt(f / 2);
+      ops.push_back(product(OpClass::Gemm, side, side, side, 1, bpv));
+    }
+    ops.push_back(stream(OpClass::Elementwise, 2 * l.activation_bytes_per_sample * mb / tp, 1));
+  }
+  return ops;
+}
+
+const Efficiency& efficiency_of(const GpuSpec& g) {
+  // Calibrated on the `calibration` rows of examples/data/gpu_measurements/
+  // (docs/estimator.md: which rows, and the errors before and after).
+  static const std::map<std::string, Efficiency> by_arch = {
+      {"kepler", {0.55, 0.55, 0.80, 0.60, 10}},
+      {"pascal", {0.85, 0.85, 0.85, 0.80, 10}},
+      {"volta", {0.88, 0.52, 0.85, 0.80, 10}},
+      {"turing", {0.85, 0.60, 0.85, 0.80, 10}},
+      {"ampere", {0.88, 0.72, 0.85, 0.80, 10}},
+      {"ada", {0.85, 0.62, 0.85, 0.80, 10}},
+      {"hopper", {0.85, 0.62, 0.80, 0.80, 10}},
+      {"cpu", {0.50, 0.50, 0.50, 0.50, 10}},
+  };
+  // Power-limited boards sustain clocks well below the datasheet boost.
+  static const std::map<std::string, Efficiency> by_name = {
+      {"a10", {0.80, 0.55, 0.85, 0.80, 10}},
+      {"a40", {0.85, 0.65, 0.85, 0.80, 10}},
+      {"t4", {0.75, 0.50, 0.85, 0.75, 10}},
+  };
+  if (auto it = by_name.find(g.name); it != by_name.end()) return it->second;
+  if (auto it = by_arch.find(g.arch); it != by_arch.end()) return it->second;
+  return by_arch.at("cpu");
+}
+
+namespace {
+
+struct Tile {
+  double m, n, per_sm, efficiency;  // CTAs resident per SM, efficiency of the tile's inner loop
+};
+
+// cuBLAS/cuDNN pick among tiles like these by the problem shape.
+constexpr Tile kTiles[] = {
+    {256, 128, 1, 1.00}, {128, 128, 2, 0.95}, {128, 64, 2, 0.88}, {64, 64, 4, 0.72}, {32, 32, 8, 0.40}};
+
+// A short reduction dimension cannot hide the tile's prologue and epilogue.
+constexpr double kHalfK = 32;
+
+}  // namespace
+
+double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
+  const Efficiency& e = efficiency_of(g);
+  const bool tensor = p != Precision::FP32 && g.tensor_cores();
+  // TF32 kernels reach a smaller share of their peak than fp16/bf16 ones.
+  const double top = tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
+  const double sms = std::max(1, g.sm_count);
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
+    const double tiles = tm * tn * batch;
+    const double slots = sms * t.per_sm;
+    const double waves = std::ceil(tiles / slots);
+    const double padding = (m * n) / (tm * t.m * tn * t.n);
+    const double wave = tiles / (waves * slots);
+    best = std::max(best, t.efficiency * padding * wave);
+  }
+  return top * best * k / (k + kHalfK);
+}
+
+double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
+  const Efficiency& e = efficiency_of(g);
+  const bool product = op.cls == OpClass::Gemm || op.cls == OpClass::Attention || op.cls == OpClass::Conv;
+  const double f = backward ? (product ? kBackwardFactor : kBackwardMemoryFactor) : 1.0;
+  double compute_s = 0;
+  if (product) {
+    double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
+    if (op.cls == OpClass::Conv) eff *= e.conv;
+    if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);
+  } else if (op.flops > 0) {
+    compute_s = op.flops * f / (g.fp32_tflops * 1e12 * e.gemm_fp32);
+  }
+  const double memory_s = op.bytes * f / (g.memory_gbps * 1e9 * e.memory);
+  return std::max(compute_s, memory_s) * 1000.0;
+}
+
+double optimizer_step_ms(const GpuSpec& g, double params, double bytes_per_param, double tensors) {
+  const Efficiency& e = efficiency_of(g);
+  const double stream_ms = params * bytes_per_param / (g.memory_gbps * 1e9 * e.memory) * 1000.0;
+  const double issue_ms = std::ceil(tensors / 8) * e.issue_us / 1000.0;
+  return std::max(stream_ms, issue_ms);
+}
+
+double layer_param_tensors(const LayerSpec& l) {
+  if (l.kind == "decoder") return 12;  // 4 linear layers (weight, bias), 2 layer norms
+  if (l.kind == "moe_decoder") return 9 + 4.0 * std::max(1, l.mid_channels);
+  if (l.kind == "residual_block") return (l.mid_channels ? 9 : 6) + (l.in_channels != l.out_channels ? 3 : 0);
+  if (l.kind == "embedding") return 2;
+  if (l.kind == "head") return 3;
+  return 2;
+}
+
+}  // namespace cellsched::estimator

@@ -1,0 +1,79 @@
+// The analytic per-layer cost model (basis `modeled`): a layer's work split
+// into operator classes with FLOPs and bytes, each priced by a roofline at
+// the training precision's peak times an efficiency that depends on the GEMM
+// shape (tile padding, wave quantization, short reduction dimension) and on
+// the GPU generation, with a floor of the host's per-kernel issue time.
+// Plain C++; no LibTorch, no CUDA. The tables are in opcost.cc, calibrated on
+// the calibration rows of examples/data/gpu_measurements/ (see docs/estimator.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/model.h"
+
+namespace cellsched::estimator {
+
+enum class OpClass { Gemm, Attention, Conv, Elementwise, Embedding, Loss, Optimizer };
+const char* op_class_name(OpClass c);
+
+// One operator of a layer's forward pass. GEMM-like classes (Gemm, Attention,
+// Conv) carry their product shape: `batch` independent (m x k) . (k x n)
+// products; a convolution is its implicit GEMM (m = images x output pixels,
+// n = output channels, k = input channels x kernel area).
+struct Op {
+  OpClass cls = OpClass::Elementwise;
+  double m = 0, n = 0, k = 0, batch = 1;
+  double flops = 0;  // forward FLOPs (2 per multiply-add)
+  double bytes = 0;  // forward bytes read and written
+  int kernels = 1;   // forward kernel launches
+};
+
+// Backward of an op relative to its forward: GEMM-like ops compute the input
+// and the weight gradient (2x FLOPs, bytes and kernels); memory-bound ops read
+// the output gradient and the saved input and write the input gradient
+// (ReLU 3 passes for 2, batch norm about 5 for 3: 1.6x bytes).
+constexpr double kBackwardFactor = 2.0;
+constexpr double kBackwardMemoryFactor = 1.6;
+
+// TF32 kernels reach this share of the generation's tensor-core efficiency
+// (calibrated on the A100 TF32 ResNet-50 row).
+constexpr double kTf32Share = 0.65;
+
+// A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel
+// shards (tp > 1 only for tensor-parallel layers). Kinds the zoo builds
+// (embedding, decoder, moe_decoder, head, conv, residual_block) are split by
+// their structure; other kinds become one square GEMM of the layer's FLOPs and
+// an elementwise pass over its activations.
+std::vector<Op> layer_ops(const ModelSpec& model, const LayerSpec& layer, double micro_batch, int tp);
+
+// The calibrated constants of one GPU generation (docs/estimator.md lists them).
+struct Efficiency {
+  double gemm_fp32 = 0.85;   // best fraction of the FP32 peak a large GEMM reaches
+  double gemm_tensor = 0.75; // ... of the tensor-core peak (fp16/bf16/tf32)
+  double conv = 0.85;        // convolutions relative to a GEMM of the same shape
+  double memory = 0.8;       // fraction of the memory bandwidth streaming kernels reach
+  double issue_us = 10;      // host time to issue one kernel (framework dispatch)
+};
+const Efficiency& efficiency_of(const GpuSpec& g);
+
+// Share of the precision's peak a (m x k) . (k x n) product, `batch` times,
+// reaches on `g` from shape alone (best of the candidate tiles: padding x wave
+// quantization x the short-k penalty), times the generation's GEMM efficiency.
+double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch = 1);
+
+// Time of one op, forward (backward = false) or backward, in milliseconds:
+// max(FLOPs / (peak x efficiency), bytes / (bandwidth x memory efficiency))
+// per kernel, never below kernels x the issue time.
+double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward);
+
+// The optimizer step over `params` parameters held as `tensors` tensors:
+// `bytes_per_param` streamed at the memory bandwidth, at least one kernel
+// per 8 tensors (multi-tensor apply).
+double optimizer_step_ms(const GpuSpec& g, double params, double bytes_per_param, double tensors);
+
+// Parameter tensors of a layer (for the optimizer's launches).
+double layer_param_tensors(const LayerSpec& layer);
+
+}  // namespace cellsched::estimator

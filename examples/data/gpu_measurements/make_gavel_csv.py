@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Writes gavel.csv from Gavel's measured throughput table (examples/data/gavel/
+simulation_throughputs.json, stanford-futuredata/gavel @ c4fa400, MIT): the
+isolated ("null") steps/s of each single-GPU job the zoo covers, as seconds per
+iteration. One batch size per model is the calibration split, the rest validation."""
+import json, os, re, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+src = os.path.join(here, "..", "gavel", "simulation_throughputs.json")
+table = json.load(open(src))
+zoo = {"ResNet-18": "resnet-18", "ResNet-50": "resnet-50"}
+calibration = {("ResNet-18", 64), ("ResNet-50", 64)}
+rows = []
+for gpu in ("k80", "p100", "v100"):
+    for key, value in table[gpu].items():
+        m = re.match(r"\('(.+) \(batch size (\d+)\)', 1\)$", key)
+        if not m or m.group(1) not in zoo:
+            continue
+        job, batch = m.group(1), int(m.group(2))
+        steps = value["null"]
+        if steps <= 0:
+            continue
+        split = "calibration" if (job, batch) in calibration else "validation"
+        rows.append((zoo[job], batch, gpu, 1.0 / steps, split))
+out = open(os.path.join(here, "gavel.csv"), "w") if len(sys.argv) < 2 else sys.stdout
+out.write("# Gavel's measured table (K80 / P100 / V100, FP32, one GPU); make_gavel_csv.py wrote it.\n")
+out.write("model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s,split,optimizer,source\n")
+for model, batch, gpu, t, split in sorted(rows):
+    out.write(f"{model},{batch},fp32,{gpu},1,1,{t:.6f},{split},sgd-momentum,gavel simulation_throughputs.json\n")

@@ -1,0 +1,216 @@
+// The analytic cost model (basis `modeled`): rooflines per op class and
+// precision by hand, the GEMM efficiency curve, bases, overlap of the gradient
+// all-reduce with backward and memory by precision.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/gpu.h"
+#include "estimator/estimator.h"
+#include "estimator/opcost.h"
+#include "tests/estimator/estimator_fixture.h"
+
+namespace cellsched::estimator {
+namespace {
+
+using cellsched::testing::toy_comm;
+using cellsched::testing::toy_compute;
+using cellsched::testing::toy_model;
+
+const GpuSpec& gpu(const char* name) { return *find_gpu(name); }
+
+TEST(Catalogue, PeaksPerPrecision) {
+  const GpuSpec& a100 = gpu("a100-80");
+  EXPECT_DOUBLE_EQ(matmul_peak_tflops(a100, Precision::FP32), 19.5);
+  EXPECT_DOUBLE_EQ(matmul_peak_tflops(a100, Precision::TF32), 156);
+  EXPECT_DOUBLE_EQ(matmul_peak_tflops(a100, Precision::BF16), 312);
+  EXPECT_DOUBLE_EQ(gpu("a40").fp32_tflops, 18.7);  // not the dual-issue 37.4
+  EXPECT_DOUBLE_EQ(gpu("a10").fp32_tflops, 15.6);
+  EXPECT_EQ(default_precision(a100), Precision::BF16);
+  EXPECT_EQ(default_precision(gpu("v100")), Precision::FP16);
+  EXPECT_EQ(default_precision(gpu("k80")), Precision::FP32);
+  EXPECT_EQ(default_precision(gpu("cpu")), Precision::FP32);
+  EXPECT_THROW(resolve_precision(Precision::BF16, gpu("v100")), InputError);
+  EXPECT_THROW(resolve_precision(Precision::TF32, gpu("v100")), InputError);
+  EXPECT_THROW(resolve_precision(Precision::FP16, gpu("cpu")), InputError);
+  EXPECT_EQ(parse_precision("AMP"), Precision::FP16);
+  EXPECT_THROW(parse_precision("fp8"), InputError);
+}
+
+TEST(OpCost, GemmRooflineByHand) {
+  const GpuSpec& a100 = gpu("a100-80");
+  Op op;
+  op.cls = OpClass::Gemm;
+  op.m = op.n = op.k = 8192;
+  op.flops = 2 * 8192.0 * 8192 * 8192;
+  op.bytes = 3 * 8192.0 * 8192 * 2;
+  // 256x128 tiles: 32 x 64 = 2048 tiles in ceil(2048 / 108) = 19 waves of 108 SMs.
+  const double shape = 2048.0 / (19 * 108) * 8192 / (8192 + 32);
+  const Efficiency& e = efficiency_of(a100);
+  EXPECT_NEAR(gemm_efficiency(a100, Precision::BF16, 8192, 8192, 8192), e.gemm_tensor * shape, 1e-12);
+  EXPECT_NEAR(op_time_ms(a100, Precision::BF16, op, false), op.flops / (312e12 * e.gemm_tensor * shape) * 1e3, 1e-9);
+  EXPECT_NEAR(op_time_ms(a100, Precision::BF16, op, true), 2 * op.flops / (312e12 * e.gemm_tensor * shape) * 1e3,
+              1e-9);
+  EXPECT_NEAR(op_time_ms(a100, Precision::TF32, op, false), op.flops / (156e12 * e.gemm_tensor * kTf32Share * shape) * 1e3,
+              1e-9);
+  EXPECT_NEAR(op_time_ms(a100, Precision::FP32, op, false), op.flops / (19.5e12 * e.gemm_fp32 * shape) * 1e3, 1e-9);
+  // A convolution of the same implicit-GEMM shape pays the conv factor.
+  op.cls = OpClass::Conv;
+  EXPECT_NEAR(op_time_ms(a100, Precision::BF16, op, false),
+              op.flops / (312e12 * e.gemm_tensor * shape * e.conv) * 1e3, 1e-9);
+}
+
+TEST(OpCost, MemoryBoundClassesByHand) {
+  const GpuSpec& v100 = gpu("v100");
+  const Efficiency& e = efficiency_of(v100);
+  for (OpClass c : {OpClass::Elementwise, OpClass::Embedding, OpClass::Loss}) {
+    Op op;
+    op.cls = c;
+    op.bytes = 1e9;
+    EXPECT_NEAR(op_time_ms(v100, Precision::FP16, op, false), 1e9 / (900e9 * e.memory) * 1e3, 1e-9)
+        << op_class_name(c);
+    EXPECT_NEAR(op_time_ms(v100, Precision::FP32, op, true), 1.6e9 / (900e9 * e.memory) * 1e3, 1e-9);
+  }
+  // A skinny product is memory-bound: attention scores at k = 64 in fp16 move more than they compute.
+  Op att;
+  att.cls = OpClass::Attention;
+  att.m = att.n = 1024;
+  att.k = 64;
+  att.batch = 96;
+  att.flops = 2 * 1024.0 * 1024 * 64 * 96;
+  att.bytes = (1024.0 * 64 * 2 + 1024.0 * 1024) * 96 * 2;
+  const double compute = att.flops / (125e12 * gemm_efficiency(v100, Precision::FP16, 1024, 1024, 64, 96)) * 1e3;
+  const double memory = att.bytes / (900e9 * e.memory) * 1e3;
+  EXPECT_NEAR(op_time_ms(v100, Precision::FP16, att, false), std::max(compute, memory), 1e-9);
+  // The optimizer streams its bytes, or costs one launch per 8 tensors when tiny.
+  EXPECT_NEAR(optimizer_step_ms(v100, 1e9, 16, 100), 16e9 / (900e9 * e.memory) * 1e3, 1e-9);
+  EXPECT_NEAR(optimizer_step_ms(v100, 10, 16, 100), 13 * e.issue_us / 1e3, 1e-12);
+}
+
+TEST(OpCost, GemmEfficiencyGrowsWithSize) {
+  for (const GpuSpec& g : gpu_catalogue()) {
+    for (Precision p : {Precision::FP32, Precision::FP16}) {
+      double prev = 0;
+      for (double n = 32; n <= 16384; n *= 2) {
+        const double e = gemm_efficiency(g, p, n, n, n);
+        EXPECT_GE(e, prev) << g.name << " n=" << n;
+        EXPECT_LE(e, 1.0);
+        prev = e;
+      }
+      EXPECT_GT(prev, 0.4) << g.name;  // big GEMMs near the generation's best
+    }
+    // Token counts (m) of a GPT layer: more tokens never lower the efficiency.
+    double prev = 0;
+    for (double m = 128; m <= 65536; m *= 2) {
+      const double e = gemm_efficiency(g, Precision::FP16, m, 3072, 768);
+      EXPECT_GE(e, prev) << g.name << " m=" << m;
+      prev = e;
+    }
+  }
+}
+
+TEST(OpCost, LayerOpsCarryTheLayersFlops) {
+  for (const char* name : {"gpt-125m", "moe-350m-8e", "resnet-50", "resnet-18", "wrn-28-10"}) {
+    const ModelSpec m = model_by_name(name);
+    for (const LayerSpec& l : m.layers) {
+      // The embedding's position add and the image head's pooling are memory-bound passes.
+      if (l.kind == "embedding" || (l.kind == "head" && l.in_channels > 0)) continue;
+      double f = 0;
+      for (const Op& op : layer_ops(m, l, 2, 1)) f += op.flops;
+      EXPECT_NEAR(f, 2 * l.flops_per_sample, 0.02 * 2 * l.flops_per_sample + 1) << name << " " << l.name;
+    }
+  }
+}
+
+TEST(CostModel, BasisFollowsTheProfile) {
+  const auto comm = toy_comm("v100");
+  const CostModel measured(toy_model(), "v100", toy_compute("v100"), &comm);
+  EXPECT_EQ(measured.basis(), Basis::Measured);
+  const CostModel transferred(toy_model(), "a100-80", toy_compute("v100"), nullptr);
+  EXPECT_EQ(transferred.basis(), Basis::Transferred);
+  const CostModel modeled_a100(toy_model(), "a100-80", nullptr, nullptr);
+  const CostModel modeled_v100(toy_model(), "v100", nullptr, nullptr);
+  // Transferred: the V100 measurement x the analytic model's A100 / V100 ratio.
+  // (At 65536 samples the toy layer is compute-bound; the profile's line gives 65536 ms.)
+  const double mb = 65536;
+  const double ratio = modeled_a100.layer_time(0, 1, mb).fwd_ms / modeled_v100.layer_time(0, 1, mb).fwd_ms;
+  EXPECT_NEAR(transferred.layer_time(0, 1, mb).fwd_ms, mb * ratio, 1e-6 * mb);
+  EXPECT_LT(ratio, 1.0);
+  EXPECT_EQ(std::string(basis_name(transferred.basis())), "transferred");
+  EXPECT_EQ(std::string(basis_name(modeled_a100.basis())), "modeled");
+}
+
+TEST(CostModel, GradientSyncOverlapsBackward) {
+  Options o;
+  o.bucket_mb = 25;
+  const CostModel cm(toy_model(), "v100", nullptr, nullptr, o);
+  // Ring over 2 ranks on NVLink (150 GB/s, 5 us per step): 100 MB take 10 us + 666.67 us;
+  // the last 25 MB bucket 10 us + 166.67 us.
+  const double whole = (10 + 100e6 / 150e3) / 1000, last = (10 + 25e6 / 150e3) / 1000;
+  EXPECT_NEAR(cm.grad_sync_ms(2, false, 100e6, 0.3), whole - 0.3, 1e-12);
+  EXPECT_NEAR(cm.grad_sync_ms(2, false, 100e6, 10), last, 1e-12);
+  EXPECT_NEAR(cm.grad_sync_ms(2, false, 10e6, 10), (10 + 10e6 / 150e3) / 1000, 1e-12);  // one bucket
+  o.overlap_grad_sync = false;
+  const CostModel serial(toy_model(), "v100", nullptr, nullptr, o);
+  EXPECT_NEAR(serial.grad_sync_ms(2, false, 100e6, 10), whole, 1e-12);
+  // In an estimate: the sync shown is the exposed part, the total is kept.
+  Cell cell{"toy", "v100", 1, 2, 1};
+  Plan p;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 4, 2, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  EXPECT_LE(e.stages[0].grad_sync_ms, e.stages[0].grad_sync_total_ms);
+}
+
+TEST(CostModel, PrecisionChangesMemory) {
+  const ModelSpec m = model_by_name("gpt-125m");
+  Options fp32;
+  fp32.precision = Precision::FP32;
+  const CostModel full(m, "a100-80", nullptr, nullptr, fp32);
+  const CostModel mixed(m, "a100-80", nullptr, nullptr);  // bf16 by default
+  EXPECT_EQ(mixed.precision(), Precision::BF16);
+  EXPECT_EQ(full.precision(), Precision::FP32);
+  Cell cell{"gpt-125m", "a100-80", 1, 1, 1};
+  Plan p;
+  p.micro_batch_size = 4;
+  p.stages = {{0, m.layers.size() > 0 ? static_cast<int>(m.layers.size()) : 0, 1, 1}};
+  const Estimate a = estimate(full, cell, p), b = estimate(mixed, cell, p);
+  const double params = m.total_params();
+  EXPECT_NEAR(a.stages[0].params_bytes, 4 * params, 1);
+  EXPECT_NEAR(b.stages[0].params_bytes, 2 * params, 1);
+  EXPECT_NEAR(a.stages[0].optimizer_bytes, 8 * params, 1);   // Adam moments
+  EXPECT_NEAR(b.stages[0].optimizer_bytes, 12 * params, 1);  // + fp32 master weights
+  EXPECT_NEAR(b.stages[0].activation_bytes, a.stages[0].activation_bytes / 2, 1);
+  EXPECT_LT(b.iteration_ms, a.iteration_ms / 3);  // tensor cores
+  Options tf32;
+  tf32.precision = Precision::TF32;
+  const CostModel t(m, "a100-80", nullptr, nullptr, tf32);
+  const Estimate c = estimate(t, cell, p);
+  EXPECT_LT(c.iteration_ms, a.iteration_ms);
+  EXPECT_GT(c.iteration_ms, b.iteration_ms);
+  EXPECT_NEAR(c.memory_bytes, a.memory_bytes, 1);
+  tf32.precision = Precision::TF32;
+  EXPECT_THROW(CostModel(m, "v100", nullptr, nullptr, tf32), InputError);
+}
+
+TEST(CostModel, GpuTypesRankAsPublishedForGptMixedPrecision) {
+  const ModelSpec m = model_by_name("gpt-350m");
+  auto rate = [&](const char* type) {
+    const CostModel cm(m, type, nullptr, nullptr);
+    Cell cell{m.name, type, 1, 1, 1};
+    Plan p;
+    p.micro_batch_size = 8;
+    p.stages = {{0, static_cast<int>(m.layers.size()), 1, 1}};
+    return estimate(cm, cell, p).samples_per_s;
+  };
+  const double a100 = rate("a100-80"), a40 = rate("a40"), v100 = rate("v100"), a10 = rate("a10");
+  EXPECT_GT(a100, 1.6 * a40);
+  EXPECT_GT(a100, 1.6 * v100);
+  EXPECT_NEAR(a40 / v100, 1.0, 0.35);
+  EXPECT_GT(v100, a10);
+  EXPECT_GT(a40, a10);
+}
+
+}  // namespace
+}  // namespace cellsched::estimator
