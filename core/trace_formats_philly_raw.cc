@@ -72,6 +72,31 @@ struct Attempt {
   int gpus = 0;
 };
 
+// The job's attempts with a start and an end (the others are counted);
+// `running` when the last one has a start and no end.
+std::vector<Attempt> attempts_of(const Ctx& c, const json& list, const std::string& jobid,
+                                 Trace& t, bool& running) {
+  std::vector<Attempt> attempts;
+  for (const json& a : list) {
+    if (!a.is_object()) c.fail("job " + jobid + ": an attempt must be an object");
+    Attempt x;
+    const bool has_start = time_of(c, a, "start_time", x.start);
+    const bool has_end = time_of(c, a, "end_time", x.end);
+    running = has_start && !has_end;  // only matters for the last attempt
+    if (!has_start || !has_end) {
+      count_note(t, "attempts without a recorded start or end (left out)");
+      continue;
+    }
+    if (x.end < x.start) c.fail("job " + jobid + ": an attempt ends before it starts");
+    if (const auto d = a.find("detail"); d != a.end() && d->is_array())
+      for (const json& m : *d)
+        if (const auto g = m.find("gpus"); m.is_object() && g != m.end() && g->is_array())
+          x.gpus += static_cast<int>(g->size());
+    attempts.push_back(x);
+  }
+  return attempts;
+}
+
 }  // namespace
 
 void read_philly_raw(const std::string& path, std::string_view text,
@@ -111,25 +136,8 @@ void read_philly_raw(const std::string& path, std::string_view text,
     if (!time_of(c, o, "submitted_time", submit)) c.fail("job " + jobid + " has no submitted_time");
     const auto at = o.find("attempts");
     if (at == o.end() || !at->is_array()) c.fail("job " + jobid + ": attempts must be a list");
-    std::vector<Attempt> attempts;
     bool running = false;
-    for (const json& a : *at) {
-      if (!a.is_object()) c.fail("job " + jobid + ": an attempt must be an object");
-      Attempt x;
-      const bool has_start = time_of(c, a, "start_time", x.start);
-      const bool has_end = time_of(c, a, "end_time", x.end);
-      running = has_start && !has_end;  // only matters for the last attempt
-      if (!has_start || !has_end) {
-        count_note(t, "attempts without a recorded start or end (left out)");
-        continue;
-      }
-      if (x.end < x.start) c.fail("job " + jobid + ": an attempt ends before it starts");
-      if (const auto d = a.find("detail"); d != a.end() && d->is_array())
-        for (const json& m : *d)
-          if (const auto g = m.find("gpus"); m.is_object() && g != m.end() && g->is_array())
-            x.gpus += static_cast<int>(g->size());
-      attempts.push_back(x);
-    }
+    const std::vector<Attempt> attempts = attempts_of(c, *at, jobid, t, running);
     count_note(t, "status " + status);
     if (running) {
       count_note(t, "skipped: still running at the snapshot");

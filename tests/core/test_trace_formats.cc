@@ -314,6 +314,24 @@ TEST(AlibabaPods, JobsRestrictionsAndCounts) {
   EXPECT_EQ(back.jobs[3].name, "openb-pod-0005");
 }
 
+// The first rows of the published files, as published.
+TEST(AlibabaPods, PublishedFilesImportUntouched) {
+  const Trace t = load(fixture("alibaba2023_openb_pod_list_default_head.csv"));
+  EXPECT_EQ(t.format, "alibaba-pods");
+  EXPECT_EQ(t.jobs.size(), 62u - 6 - 1);  // 6 CPU-only pods, 1 pending one
+  EXPECT_EQ(note(t, "skipped: CPU-only pod"), 6);
+  EXPECT_EQ(note(t, "fractional GPU (gpu_milli < 1000) rounded up to 1"), 19);
+  EXPECT_EQ(t.jobs[0].name, "openb-pod-0000");
+  EXPECT_EQ(t.jobs[0].duration_hint_s, 12537496);
+  const std::string nodes = fixture("alibaba2023_openb_node_list_gpu_node_head.csv");
+  EXPECT_NE(input_error([&] { load_cluster(nodes); }).find(nodes + ":24: unknown GPU model 'G3'"),
+            std::string::npos);
+  const Cluster c = load_cluster(nodes, {{"G2", "t4"}, {"G3", "a10"}});
+  EXPECT_EQ(c.nodes.size(), 40u);
+  EXPECT_EQ(c.gpus_of_type("p100"), 44);
+  EXPECT_EQ(c.gpus_of_type("v100-32"), 16);
+}
+
 TEST(AlibabaPods, BadRowsNameFileAndLine) {
   const std::string hdr =
       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
