@@ -35,7 +35,7 @@ bool usable(const GavelProblem& p, size_t j, size_t k) {
 
 }  // namespace
 
-GavelAllocation gavel_max_min_fairness(const GavelProblem& p) {
+GavelAllocation gavel_max_min_fairness(const GavelProblem& p, GavelBasis* basis) {
   check_problem(p, true, false);
   const size_t n = p.throughput.size(), K = p.capacity.size();
   GavelAllocation out;
@@ -60,11 +60,16 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& p) {
     std::vector<size_t> members;
   };
   std::vector<Class> classes;
-  std::map<std::tuple<std::vector<double>, int, double>, size_t> class_of;
+  using Key = std::tuple<std::vector<double>, int, double>;
+  std::map<Key, size_t> class_of;
+  std::vector<const Key*> keys;
   for (size_t j : in) {
     const auto key = std::make_tuple(p.throughput[j], p.gpus[j], p.weight[j] > 0 ? p.weight[j] : 1.0);
     const auto [it, fresh] = class_of.emplace(key, classes.size());
-    if (fresh) classes.push_back({j, {}});
+    if (fresh) {
+      classes.push_back({j, {}});
+      keys.push_back(&it->first);
+    }
     classes[it->second].members.push_back(j);
   }
 
@@ -100,7 +105,44 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& p) {
   for (size_t k = 0; k < K; ++k)
     if (!type_cols[k].empty()) lp.add_row(-kLpInf, p.capacity[k], type_cols[k], type_vals[k]);
 
+  // Rows: per class (normalized, time), then one per used type.
+  std::vector<int> type_row(K, -1);
+  {
+    int row = 2 * static_cast<int>(classes.size());
+    for (size_t k = 0; k < K; ++k)
+      if (!type_cols[k].empty()) type_row[k] = row++;
+  }
+  if (basis && !basis->classes.empty()) {
+    lp.col_basis.assign(lp.num_vars(), LpBasis::at_lower);
+    lp.row_basis.assign(lp.num_rows(), LpBasis::basic);
+    lp.col_basis[t] = basis->t;
+    for (size_t c = 0; c < classes.size(); ++c) {
+      const auto it = basis->classes.find(*keys[c]);
+      if (it == basis->classes.end()) continue;
+      for (size_t k = 0; k < K && k < it->second.vars.size(); ++k)
+        if (var[c][k] >= 0) lp.col_basis[var[c][k]] = it->second.vars[k];
+      lp.row_basis[2 * c] = it->second.work;
+      lp.row_basis[2 * c + 1] = it->second.time;
+    }
+    for (size_t k = 0; k < K && k < basis->type_rows.size(); ++k)
+      if (type_row[k] >= 0) lp.row_basis[type_row[k]] = basis->type_rows[k];
+  }
   const LpSolution sol = solve_lp(lp);
+  if (basis) {
+    basis->classes.clear();
+    basis->t = sol.col_basis[t];
+    basis->type_rows.assign(K, LpBasis::basic);
+    for (size_t k = 0; k < K; ++k)
+      if (type_row[k] >= 0) basis->type_rows[k] = sol.row_basis[type_row[k]];
+    for (size_t c = 0; c < classes.size(); ++c) {
+      GavelBasis::Job& b = basis->classes[*keys[c]];
+      b.vars.assign(K, LpBasis::at_lower);
+      for (size_t k = 0; k < K; ++k)
+        if (var[c][k] >= 0) b.vars[k] = sol.col_basis[var[c][k]];
+      b.work = sol.row_basis[2 * c];
+      b.time = sol.row_basis[2 * c + 1];
+    }
+  }
   out.objective = sol.x[t];
   for (size_t c = 0; c < classes.size(); ++c)
     for (size_t k = 0; k < K; ++k)
@@ -378,7 +420,7 @@ class Gavel final : public Policy {
       p.remaining.push_back(s->remaining);
       p.ids.push_back(s->job->id);
     }
-    const GavelAllocation a = makespan_ ? gavel_min_total_duration(p, &basis_) : gavel_max_min_fairness(p);
+    const GavelAllocation a = makespan_ ? gavel_min_total_duration(p, &basis_) : gavel_max_min_fairness(p, &basis_);
     for (size_t i = 0; i < jobs.size(); ++i) track_.at(jobs[i]->job->id).x = a.x[i];
   }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +33,8 @@ struct GavelBasis {
     LpBasis work = LpBasis::basic, time = LpBasis::basic;
   };
   std::unordered_map<int64_t, Job> jobs;
+  // Max-min: by class of interchangeable jobs (throughputs, gang size, weight).
+  std::map<std::tuple<std::vector<double>, int, double>, Job> classes;
   LpBasis t = LpBasis::basic;
   std::vector<LpBasis> type_rows;
 };
@@ -53,7 +57,9 @@ struct GavelAllocation {
 // throughput sum_k X[j][k] C_k / C, with the objective multiplied by the
 // scale factor W_j), so the optimal x is the same; with this scaling an
 // objective >= 1 means every job gets at least its equal share.
-GavelAllocation gavel_max_min_fairness(const GavelProblem& problem);
+// With `basis` the solve starts from the previous one's basis (by class) and
+// leaves its own there; the optimum is the same as a cold solve's.
+GavelAllocation gavel_max_min_fairness(const GavelProblem& problem, GavelBasis* basis = nullptr);
 
 // Gavel's min_total_duration, as one LP (Gavel bisects on T; the change of
 // variables y = x T makes it linear): minimize T s.t. sum_k X[j][k] y[j][k] >=
