@@ -38,7 +38,8 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("replay-failures", po::bool_switch(&a.replay_failures), "replay the trace's failed attempts (Philly's raw job log): a job fails where its attempt failed and is retried")
       ("cells-precision", po::value(&a.cells_precision), "measured: use the cells of this precision (default: each model's first in the file)")
       ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
-      ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)");
+      ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)")
+      ("precision", po::value(&a.precision), "cells: train at fp32, tf32, fp16 or bf16 (default: the model's, else bf16/fp16 where the type has it); cells at an explicit precision are tuned in memory, not stored");
 }
 
 namespace {
@@ -70,18 +71,24 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
                                          : parse_name_map(a.gpu_map, "--gpu-map");
   in.cluster = load_cluster(a.cluster_spec, gpu_map);
   if (a.oracle == "cells") {
-    if (a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db))
-      throw InputError(a.cells_db + ": no such database (profile the models first: cellsched profile compute --model M --db " + a.cells_db + ")");
-    in.cells = std::make_unique<db::CellStore>(db::CellStore::open(a.cells_db));
+    // The store's cells are keyed without a precision: an explicit one is tuned in memory.
+    estimator::Options eo;
+    if (!a.precision.empty()) eo.precision = parse_precision(a.precision);
+    // A database that does not exist is not created: with no profiles, GPU
+    // types are modeled and their cells tuned in memory.
+    const bool missing = a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db);
+    in.cells = std::make_unique<db::CellStore>(
+        db::CellStore::open(a.precision.empty() && !missing ? a.cells_db : ":memory:"));
     const std::string path = a.cells_db;
     // Profiles: the model's newest compute profile (on the type, else
     // anywhere, extrapolated), the newest comm profile on the type if any.
-    auto factory = [path](const std::string& model, const std::string& gpu_type)
+    auto factory = [path, eo](const std::string& model, const std::string& gpu_type)
         -> std::shared_ptr<const estimator::CostModel> {
       const ModelSpec spec = load_model(model);
-      const ProfileSelection sel = select_profiles(path, spec, gpu_type, 0, 0);
-      return std::make_shared<estimator::CostModel>(spec, gpu_type, sel.compute,
-                                                    sel.comm ? &*sel.comm : nullptr);
+      // A GPU type with no GPU profile of the model is modeled (no profile needed).
+      const ProfileSelection sel = select_profiles(path, spec, gpu_type, 0, 0, false);
+      return std::make_shared<estimator::CostModel>(spec, gpu_type, sel.has_compute ? &sel.compute : nullptr,
+                                                    sel.comm ? &*sel.comm : nullptr, eo);
     };
     in.oracle = std::make_unique<CellOracle>(*in.cells, factory, in.cluster, tuner::TuneOptions{},
                                              "cells:" + path);
@@ -95,6 +102,7 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   }
   if (a.oracle != "measured" && !a.cells_table.empty())
     throw InputError("--cells-table needs --oracle measured");
+  if (a.oracle != "cells" && !a.precision.empty()) throw InputError("--precision needs --oracle cells");
   if (a.oracle != "cells" && !a.model_mix.empty()) {
     throw InputError("--model-mix needs --oracle cells");
   }

@@ -29,6 +29,7 @@ struct ReplayArgs {
   std::string cells_table;       // measured: the measured-cell CSV
   double locality_penalty = 0.8; // measured: spread cell from a one-host one
   std::string cells_precision;   // measured: which precision's cells (empty: first per model)
+  std::string precision;         // cells: training precision (empty: each model's, else the type's default)
   bool replay_failures = false;  // replay the trace's failed attempts (Philly's raw job log)
 };
 

@@ -174,6 +174,12 @@ void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>
   }
 }
 
+// One calibration point: the arithmetic loop and the memory pass.
+void calibrate(validate::HostObservation& host) {
+  host.calibration_s.push_back(validate::calibration_s(host.cpus));
+  host.memory_calibration_s.push_back(validate::memory_calibration_s(host.cpus));
+}
+
 // Runs every configuration `trials` times, interleaved; returns the trials
 // per configuration. Times the calibration loop before each round and after
 // the last.
@@ -184,7 +190,7 @@ std::vector<std::vector<Trial>> run_trials(const Settings& s, const std::vector<
   const auto order = validate::interleaved_order(static_cast<int>(configs.size()), s.trials);
   for (size_t k = 0; k < order.size(); ++k) {
     const auto [t, ci] = order[k];
-    if (ci == 0) host.calibration_s.push_back(validate::calibration_s(host.cpus));
+    if (ci == 0) calibrate(host);
     const Config& c = configs[static_cast<size_t>(ci)];
     validate::WorkerArgs a;
     a.mode = c.mode;
@@ -202,7 +208,7 @@ std::vector<std::vector<Trial>> run_trials(const Settings& s, const std::vector<
                 << " B=" << c.micro_batches << ": " << fixed(trials[static_cast<size_t>(ci)].back().iteration_ms, 2)
                 << " ms\n";
   }
-  host.calibration_s.push_back(validate::calibration_s(host.cpus));
+  calibrate(host);
   return trials;
 }
 
@@ -257,6 +263,8 @@ json host_json(const validate::HostObservation& h, const validate::HostVerdict& 
           {"others_cpu_share", v.others_cpu_share},
           {"calibration_s", h.calibration_s},
           {"calibration_ratio", v.calibration_ratio},
+          {"memory_calibration_s", h.memory_calibration_s},
+          {"memory_calibration_ratio", v.memory_calibration_ratio},
           {"busy", v.busy},
           {"reasons", v.reasons}};
 }
@@ -286,7 +294,7 @@ void print_text(std::ostream& out, const json& r) {
   const auto& h = r["host"];
   out << "host: " << (h["busy"].get<bool>() ? "BUSY" : "idle") << " (others took "
       << fixed(100 * h["others_cpu_share"].get<double>(), 1) << "% of the CPU time, calibration spread x"
-      << fixed(h["calibration_ratio"], 2) << ", load average " << fixed(h["load_average_at_start"], 2)
+      << fixed(h["calibration_ratio"], 2) << ", memory pass spread x" << fixed(h["memory_calibration_ratio"], 2) << ", load average " << fixed(h["load_average_at_start"], 2)
       << " at start)\n";
   for (const auto& why : h["reasons"])
     out << "warning: the host was busy: " << why.get<std::string>() << "; the measured times carry its noise\n";
@@ -374,6 +382,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
 
   const int L = static_cast<int>(model.layers.size());
+  // Calibrated before the profiles too: a host that slows between profiling
+  // and the trials skews every estimate against its measurement.
+  calibrate(host);
   ensure_profiles(s, model, {1, 2, 4, 8});
   const ProfileSelection sel = select_profiles(s.db_path, model, "cpu", s.profile_id, s.comm_id);
   estimator::Options eo;

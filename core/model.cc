@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/model_build.h"
 #include "core/parse_util.h"
 
 namespace cellsched {
@@ -269,10 +270,18 @@ void build(ModelSpec& m, const std::string& file, long line) {
       need(m.image % (m.depth == 18 ? 8 : 4) == 0, "image must be a multiple of 4 (8 for depth 18)");
     }
     add_wrn_layers(m);
+  } else if (m.family == "lstm") {
+    need(m.hidden > 0 && m.num_layers > 0 && m.seq > 0 && m.vocab > 0,
+         "hidden, num_layers, seq and vocab must be positive");
+    detail::add_lstm_layers(m);
+  } else if (m.family == "autoencoder") {
+    need(m.hidden > 0 && m.vocab > 0, "hidden and vocab (the items) must be positive");
+    detail::add_autoencoder_layers(m);
   } else if (m.family == "torchscript") {
     need(!m.torchscript_path.empty(), "torchscript needs 'path'");
   } else {
-    fail_input(file, line, "unknown family '" + m.family + "' (expected gpt, moe, wrn, torchscript)");
+    fail_input(file, line,
+               "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, torchscript)");
   }
 }
 
@@ -299,6 +308,23 @@ const std::map<std::string, ModelSpec>& zoo() {
         // (WRN-50 at width 1 is ResNet-50 v1.5) and ResNet-18 on CIFAR-10.
         wrn("resnet-50", 50, 1, 224, 1000),
         wrn("resnet-18", 18, 1, 32, 10),
+        // The other models of Gavel's table (stanford-futuredata/gavel
+        // workloads/pytorch, fp32). Transformer: attention-is-all-you-need-
+        // pytorch on Multi30k, d_model 512, 8 heads, FFN 2048, 6 encoder and
+        // 6 decoder layers; a decoder layer (self- and cross-attention, 16
+        // d^2 weights) is priced as 4/3 of a block, so 14 blocks; sentences
+        // padded to the preprocessing's maximum of 52 tokens (max_len 50 +
+        // BOS/EOS); a 5,000-word target vocabulary (the source embedding, a
+        // lookup, is not priced).
+        gpt("transformer", 512, 14, 8, 52, 5000),
+        // LM: PyTorch's word-language-model LSTM on WikiText-2 (emsize =
+        // nhid = 200, 2 layers, bptt 35, 33,278 words, untied).
+        detail::lstm("lm", 200, 2, 35, 33278),
+        // Recommendation: recoder's autoencoder on MovieLens-20M, one hidden
+        // layer of 200 (tanh) over the 20,108 items of the usual
+        // preprocessing, every item scored (an upper bound: Gavel's runs
+        // sample negatives, scoring only the batch's items).
+        detail::autoencoder("recommendation", 20108, 200),
     };
     auto moe = [](std::string name, int hidden, int layers, int heads, int seq, int vocab,
                   int experts, int top_k) {
@@ -384,6 +410,12 @@ ModelSpec load_model_yaml(const std::string& path) {
       } catch (const InputError& e) {
         fail_input(path, line_of(v), e.what());
       }
+    } else if (key == "attention") {
+      const std::string a = detail::lower(val);
+      if (a == "auto") m.attention = Attention::Auto;
+      else if (a == "fused") m.attention = Attention::Fused;
+      else if (a == "unfused") m.attention = Attention::Unfused;
+      else fail_input(path, line_of(v), "attention must be auto, fused or unfused, got '" + val + "'");
     } else if (key == "family") {
       m.family = detail::lower(val);
     } else if (key == "path") {
@@ -417,6 +449,20 @@ ModelSpec with_precision(ModelSpec m, Precision p) {
   }
   m.bytes_per_value = bytes_per_value(p);
   m.precision = p;
+  return m;
+}
+
+ModelSpec with_attention(ModelSpec m, bool fused) {
+  if (fused == m.fused_attention) return m;
+  const double s = m.seq, heads = m.heads, bpv = m.bytes_per_value;
+  // Per sample: the unfused scores (5 a s^2 values, the layer formulas' term)
+  // against the fused kernel's per-row statistics (a s fp32 values).
+  const double delta = 5 * heads * s * s * bpv / 2 - heads * s * 4;
+  for (LayerSpec& l : m.layers) {
+    if ((l.kind != "decoder" && l.kind != "moe_decoder") || m.hidden <= 0) continue;
+    l.saved_bytes_per_sample = std::max(0.0, l.saved_bytes_per_sample + (fused ? -delta : delta));
+  }
+  m.fused_attention = fused;
   return m;
 }
 

@@ -25,6 +25,13 @@ struct LayerSpec {
   int in_channels = 0, mid_channels = 0, out_channels = 0, stride = 1, spatial = 0;
 };
 
+// How attention is computed: Unfused materializes the score matrices (softmax,
+// masking and dropout as separate kernels, the scores saved for backward);
+// Fused is a FlashAttention-style kernel (no score matrix in memory, the
+// forward recomputed in backward). Auto: fused for 16-bit training on
+// Volta and newer, as PyTorch 2's scaled_dot_product_attention dispatches.
+enum class Attention { Auto, Unfused, Fused };
+
 struct ModelSpec {
   std::string name;     // "gpt-350m", "moe-1.3b", "wrn-50-2", or a file name
   std::string family;   // "gpt", "moe", "wrn", "torchscript"
@@ -39,6 +46,8 @@ struct ModelSpec {
   // device's default (see resolve_precision). bytes_per_value 2 without a
   // precision reads as fp16.
   Precision precision = Precision::Default;
+  Attention attention = Attention::Auto;   // gpt/moe: YAML `attention: auto|fused|unfused`
+  bool fused_attention = false;            // how the layers are sized and priced (with_attention)
   std::vector<LayerSpec> layers;           // in forward order
 
   double total_params() const;
@@ -47,6 +56,12 @@ struct ModelSpec {
 // The model trained at a resolved precision (not Default): bytes_per_value
 // and every layer's activation and saved bytes rescaled to its value size.
 ModelSpec with_precision(ModelSpec m, Precision p);
+
+// The model with its layers sized for fused or unfused attention (they are
+// built unfused): fused attention saves no score matrices (each attention
+// layer's saved bytes lose their heads x seq^2 term and gain the softmax
+// statistics).
+ModelSpec with_attention(ModelSpec m, bool fused);
 
 // Names of the built-in zoo ("gpt-125m" ... "gpt-13b", "gpt-tiny", "moe-*", "wrn-*").
 std::vector<std::string> zoo_names();

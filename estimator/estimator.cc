@@ -68,6 +68,7 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
   // Precision: the option, else the model's, else the type's default.
   const Precision asked = options_.precision != Precision::Default ? options_.precision : model.precision;
   model_ = with_precision(std::move(model), resolve_precision(asked, *dst));
+  model_ = with_attention(std::move(model_), fused_attention(model_, *dst));
   for (const LayerSpec& l : model_.layers) param_tensors_ += layer_param_tensors(l);
   dst_peak_tflops_ = model_.bytes_per_value <= 2 ? dst->fp16_tflops : dst->fp32_tflops;
   dst_mem_gbps_ = dst->memory_gbps;
@@ -93,7 +94,8 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
     // compute_run_id() stays 0: a modeled estimate depends on no profile (the
     // cell store keys its cells by it, so cells priced otherwise are retuned).
     note(std::string("modeled: per-layer operator costs on ") + gpu_type_ + " at " +
-         precision_name(model_.precision) + (compute ? " (the cpu profile's times are not used)" : ""));
+         precision_name(model_.precision) + (model_.fused_attention ? ", fused attention" : "") +
+         (compute ? " (the cpu profile's times are not used)" : ""));
   } else {
     load_profile(*compute);
   }

@@ -96,26 +96,55 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   return out;
 }
 
-std::vector<Comparison> compare(const std::vector<Measurement>& ms, const std::string& base_dir) {
-  std::vector<Comparison> out;
-  for (const Measurement& m : ms) {
-    const ModelSpec spec = load_model(model_path(m.model, base_dir));
-    Options o;
-    o.precision = m.precision;
-    o.optimizer = m.optimizer;
-    const CostModel cm(spec, m.gpu_type, nullptr, nullptr, o);
-    Cell cell{spec.name, cm.gpu_type(), m.hosts, m.gpus_per_host, 1};
+namespace {
+
+// The modeled data-parallel estimate of one row: the fewest micro-batches
+// that fit (a feasible plan), else one micro-batch, marked infeasible.
+Comparison modeled(const Measurement& m, const ModelSpec& spec) {
+  Options o;
+  o.precision = m.precision;
+  o.optimizer = m.optimizer;
+  const CostModel cm(spec, m.gpu_type, nullptr, nullptr, o);
+  Cell cell{spec.name, cm.gpu_type(), m.hosts, m.gpus_per_host, 1};
+  const int gpus = cell.gpus();
+  Comparison c;
+  c.m = m;
+  for (int b = 1; b <= m.batch; b *= 2) {
+    if (m.batch % b != 0 || (m.batch / b) % gpus != 0) continue;
     Plan p;
-    p.micro_batches = 1;
-    p.micro_batch_size = m.batch;
-    p.stages = {{0, cm.num_layers(), cell.gpus(), 1}};
+    p.micro_batches = b;
+    p.micro_batch_size = m.batch / b;
+    p.stages = {{0, cm.num_layers(), gpus, 1}};
     const Estimate e = estimate(cm, cell, p);
-    Comparison c;
-    c.m = m;
-    c.estimated_s = e.iteration_ms / 1000.0;
-    c.basis = basis_name(e.basis);
-    c.feasible = e.feasible;
-    out.push_back(std::move(c));
+    if (b == 1 || e.feasible) {
+      c.estimated_s = e.iteration_ms / 1000.0;
+      c.basis = basis_name(e.basis);
+      c.feasible = e.feasible;
+      c.micro_batches = b;
+    }
+    if (e.feasible) break;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<Comparison> compare(const std::vector<Measurement>& ms, const std::string& base_dir,
+                                const std::string& transfer_from) {
+  const std::string from = transfer_from.empty() ? "" : canonical_gpu_name(transfer_from);
+  std::vector<Comparison> out;
+  for (const Measurement& m : ms) out.push_back(modeled(m, load_model(model_path(m.model, base_dir))));
+  if (from.empty()) return out;
+  for (Comparison& c : out) {
+    if (c.m.gpu_type == from) continue;
+    for (const Comparison& twin : out) {
+      const Measurement& t = twin.m;
+      if (t.gpu_type != from || t.model != c.m.model || t.batch != c.m.batch || t.precision != c.m.precision ||
+          t.hosts != c.m.hosts || t.gpus_per_host != c.m.gpus_per_host || twin.estimated_s <= 0)
+        continue;
+      c.transferred_s = t.iter_time_s * c.estimated_s / twin.estimated_s;
+      break;
+    }
   }
   return out;
 }
@@ -147,6 +176,18 @@ Summary summary_of(const std::vector<const Comparison*>& rows) {
 }
 
 }  // namespace
+
+Summary summarize_transferred(const std::vector<Comparison>& rows) {
+  std::vector<Comparison> moved;
+  for (const Comparison& c : rows)
+    if (c.transferred_s > 0) {
+      moved.push_back(c);
+      moved.back().estimated_s = c.transferred_s;
+    }
+  std::vector<const Comparison*> ptrs;
+  for (const Comparison& c : moved) ptrs.push_back(&c);
+  return summary_of(ptrs);
+}
 
 std::map<std::string, Summary> summarize(const std::vector<Comparison>& rows) {
   std::map<std::string, std::vector<const Comparison*>> by;

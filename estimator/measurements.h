@@ -41,6 +41,11 @@ struct Comparison {
   double estimated_s = 0;
   std::string basis;
   bool feasible = true;  // the data-parallel plan fits in memory
+  int micro_batches = 1; // gradient-accumulation steps the plan needed to fit
+  // Transferred (compare's `transfer_from`): the same model, batch, precision
+  // and GPU count measured on that type, times the modeled ratio of the two
+  // types; 0 when the file has no such row (or the row is on that type).
+  double transferred_s = 0;
   double ratio() const { return estimated_s / m.iter_time_s; }
   double error() const;  // |estimated / measured - 1|
 };
@@ -51,10 +56,19 @@ struct Summary {
   int pairs = 0, ordered = 0;  // GPU-type pairs of equal model, batch, precision and GPUs
 };
 
-// Each measurement priced as plain data parallelism over its GPUs (micro-batch
-// = batch / GPUs, one micro-batch per iteration, the row's optimizer),
-// modeled (no profile of the GPU type is used).
-std::vector<Comparison> compare(const std::vector<Measurement>& ms, const std::string& base_dir);
+// Each measurement priced as plain data parallelism over its GPUs with the
+// row's optimizer, modeled (no profile of the GPU type is used): one
+// micro-batch per iteration, or the fewest gradient-accumulation steps (a
+// power of two) with which the plan fits in memory. With `transfer_from` (a
+// GPU type), each row that has a twin measured on that type is also priced as
+// a transfer: the twin's measured time x modeled(this type) / modeled(that
+// type), i.e. the measured efficiency carried over through the analytic
+// model, as the `transferred` basis does per layer.
+std::vector<Comparison> compare(const std::vector<Measurement>& ms, const std::string& base_dir,
+                                const std::string& transfer_from = "");
+
+// Over the rows' transferred estimates (rows without one left out).
+Summary summarize_transferred(const std::vector<Comparison>& rows);
 
 // Over every row, and per split ("" = all).
 std::map<std::string, Summary> summarize(const std::vector<Comparison>& rows);

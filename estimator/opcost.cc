@@ -59,10 +59,20 @@ void decoder_ops(std::vector<Op>& ops, const ModelSpec& m, const LayerSpec& l, d
   const double T = mb * s, d = h / a, ap = a / tp, hp = h / tp;
   ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));  // layer norm
   ops.push_back(product(OpClass::Gemm, T, 3 * hp, h, 1, bpv));      // QKV
-  ops.push_back(product(OpClass::Attention, s, s, d, mb * ap, bpv));  // Q K^T
-  // scale + mask, softmax, dropout over the score matrix.
-  ops.push_back(stream(OpClass::Elementwise, 6 * mb * ap * s * s * bpv, 3));
-  ops.push_back(product(OpClass::Attention, s, d, s, mb * ap, bpv));  // scores V
+  if (m.fused_attention) {
+    // One kernel: both products, the softmax in registers; reads Q, K, V and
+    // writes the output (and the per-row statistics).
+    Op fa = product(OpClass::Attention, s, s, d, mb * ap, bpv);
+    fa.flops *= 2;
+    fa.bytes = 4 * T * hp * bpv + mb * ap * s * 4;
+    fa.fused = true;
+    ops.push_back(fa);
+  } else {
+    ops.push_back(product(OpClass::Attention, s, s, d, mb * ap, bpv));  // Q K^T
+    // scale + mask, softmax, dropout over the score matrix.
+    ops.push_back(stream(OpClass::Elementwise, 6 * mb * ap * s * s * bpv, 3));
+    ops.push_back(product(OpClass::Attention, s, d, s, mb * ap, bpv));  // scores V
+  }
   ops.push_back(stream(OpClass::Elementwise, 4 * T * hp * bpv, 2));   // head split / merge copies
   ops.push_back(product(OpClass::Gemm, T, h, hp, 1, bpv));            // output projection
   ops.push_back(stream(OpClass::Elementwise, 5 * T * h * bpv, 2));    // dropout + residual
@@ -128,6 +138,23 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
     ops.push_back(stream(OpClass::Elementwise, mb * c * (sp * sp + 1) * bpv, 1));
     ops.push_back(product(OpClass::Gemm, mb, n, c, 1, bpv));
     ops.push_back(stream(OpClass::Loss, mb * n * (bpv + 8), 3));
+  } else if (l.kind == "lstm" && m.hidden > 0) {
+    // cuDNN's LSTM: the input product of every step at once, then one
+    // recurrent product and one fused gate kernel per step, in sequence (a
+    // step's GEMM is small: its efficiency is that of one (mb x 4h x h)).
+    const double h = m.hidden, s = m.seq;
+    ops.push_back(product(OpClass::Gemm, mb * s, 4 * h, h, 1, bpv));
+    Op rec = product(OpClass::Gemm, mb, 4 * h, h, 1, bpv, static_cast<int>(s));
+    rec.flops *= s;
+    rec.bytes *= s;
+    ops.push_back(rec);
+    ops.push_back(stream(OpClass::Elementwise, s * mb * 4 * h * bpv * 3, static_cast<int>(s)));
+  } else if ((l.kind == "dense" || l.kind == "dense_head") && l.in_channels > 0) {
+    const double in = l.in_channels, out = l.out_channels;
+    ops.push_back(stream(OpClass::Elementwise, 3 * mb * in * bpv, 1));  // input dropout / normalization
+    ops.push_back(product(OpClass::Gemm, mb, out, in, 1, bpv));
+    if (l.kind == "dense") ops.push_back(stream(OpClass::Elementwise, 2 * mb * out * bpv, 1));  // tanh
+    else ops.push_back(stream(OpClass::Loss, mb * out * (bpv + 8), 3));  // logistic loss per item
   } else {  // unknown structure: one square GEMM of the FLOPs, one pass over the activations
     const double f = l.flops_per_sample * mb / tp;
     if (f > 0) {
@@ -137,6 +164,16 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
     ops.push_back(stream(OpClass::Elementwise, 2 * l.activation_bytes_per_sample * mb / tp, 1));
   }
   return ops;
+}
+
+bool fused_attention(const ModelSpec& m, const GpuSpec& g) {
+  if (m.attention != Attention::Auto) return m.attention == Attention::Fused;
+  const bool transformer = (m.family == "gpt" || m.family == "moe") && m.hidden > 0;
+  // PyTorch 2's scaled_dot_product_attention: flash on Ampere and newer, the
+  // memory-efficient (CUTLASS) kernel on Volta and Turing; both fused.
+  const bool fused_arch = g.arch == "volta" || g.arch == "turing" || g.arch == "ampere" || g.arch == "ada" ||
+                          g.arch == "hopper";
+  return transformer && m.bytes_per_value == 2 && fused_arch;
 }
 
 const Efficiency& efficiency_of(const GpuSpec& g) {
@@ -201,9 +238,13 @@ double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double
 double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   const Efficiency& e = efficiency_of(g);
   const bool product = op.cls == OpClass::Gemm || op.cls == OpClass::Attention || op.cls == OpClass::Conv;
-  const double f = backward ? (product ? kBackwardFactor : kBackwardMemoryFactor) : 1.0;
+  const double f = !backward ? 1.0 : op.fused ? kFusedAttentionBackward : product ? kBackwardFactor : kBackwardMemoryFactor;
   double compute_s = 0;
-  if (product) {
+  if (op.fused) {
+    const bool tensor = p != Precision::FP32 && g.tensor_cores();
+    const double top = tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
+    compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * top * kFusedAttentionShare);
+  } else if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;
     if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);
@@ -226,6 +267,7 @@ double layer_param_tensors(const LayerSpec& l) {
   if (l.kind == "moe_decoder") return 9 + 4.0 * std::max(1, l.mid_channels);
   if (l.kind == "residual_block") return (l.mid_channels ? 9 : 6) + (l.in_channels != l.out_channels ? 3 : 0);
   if (l.kind == "embedding") return 2;
+  if (l.kind == "lstm") return 4;
   if (l.kind == "head") return 3;
   return 2;
 }

@@ -28,6 +28,9 @@ struct Op {
   double flops = 0;  // forward FLOPs (2 per multiply-add)
   double bytes = 0;  // forward bytes read and written
   int kernels = 1;   // forward kernel launches
+  // Fused attention (FlashAttention-style): priced at kFusedAttentionShare of
+  // the generation's GEMM efficiency, its backward at kFusedAttentionBackward.
+  bool fused = false;
 };
 
 // Backward of an op relative to its forward: GEMM-like ops compute the input
@@ -36,6 +39,13 @@ struct Op {
 // (ReLU 3 passes for 2, batch norm about 5 for 3: 1.6x bytes).
 constexpr double kBackwardFactor = 2.0;
 constexpr double kBackwardMemoryFactor = 1.6;
+
+// A fused attention kernel reaches this share of the generation's large-GEMM
+// efficiency (FlashAttention-2, Dao 2023: 50-73 % of the A100's peak forward
+// and backward; 0.72 x 0.8 = 58 % here), and its backward, which recomputes
+// the scores, does 2.5x the forward's FLOPs (5 products against 2).
+constexpr double kFusedAttentionShare = 0.8;
+constexpr double kFusedAttentionBackward = 2.5;
 
 // TF32 kernels reach this share of the generation's tensor-core efficiency
 // (calibrated on the A100 TF32 ResNet-50 row).
@@ -47,6 +57,13 @@ constexpr double kTf32Share = 0.65;
 // their structure; other kinds become one square GEMM of the layer's FLOPs and
 // an elementwise pass over its activations.
 std::vector<Op> layer_ops(const ModelSpec& model, const LayerSpec& layer, double micro_batch, int tp);
+
+// Whether `model` trains with fused attention on `g`: as the model says, and
+// for Attention::Auto when it is a transformer trained in fp16/bf16 on a GPU
+// with tensor cores (Volta and newer), where PyTorch 2's
+// scaled_dot_product_attention picks a fused kernel (flash on Ampere and
+// newer, the memory-efficient one before).
+bool fused_attention(const ModelSpec& model, const GpuSpec& g);
 
 // The calibrated constants of one GPU generation (docs/estimator.md lists them).
 struct Efficiency {

@@ -178,6 +178,26 @@ struct WrnHead : Layer {
   torch::nn::Linear fc{nullptr};
 };
 
+// One LSTM layer over a [batch, seq, hidden] sequence (Gavel's LM).
+struct LstmLayer : Layer {
+  explicit LstmLayer(int h) {
+    lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(h, h).batch_first(true)));
+  }
+  Tensor forward(Tensor x) override { return std::get<0>(lstm->forward(x)); }
+  torch::nn::LSTM lstm{nullptr};
+};
+
+// A fully connected layer, tanh after it unless it is the output (Gavel's
+// Recommendation autoencoder).
+struct DenseLayer : Layer {
+  DenseLayer(int in, int out, bool output) : output(output) {
+    fc = register_module("fc", torch::nn::Linear(in, out));
+  }
+  Tensor forward(Tensor x) override { return output ? fc(x) : torch::tanh(fc(x)); }
+  torch::nn::Linear fc{nullptr};
+  bool output;
+};
+
 // One top-level child of a TorchScript module.
 struct ScriptedLayer : Layer {
   explicit ScriptedLayer(torch::jit::Module m) : module(std::move(m)) {}
@@ -305,7 +325,7 @@ class TorchBackend : public ComputeBackend {
     }
     std::vector<Tensor> params = scripted ? scripted->params() : layer->parameters();
     // The head is followed by the loss in training: time them together.
-    const bool head = m.layers[index].kind == "head";
+    const bool head = m.layers[index].kind == "head" || m.layers[index].kind == "dense_head";
     auto run_forward = [&](const Tensor& x) { return head ? training_loss(layer->forward(x)) : layer->forward(x); };
     LayerSamples out;
     Tensor grad;
@@ -401,6 +421,12 @@ class TorchBackend : public ComputeBackend {
     } else if (l.kind == "residual_block") {
       layer = std::make_shared<ResidualBlock>(l.in_channels, l.mid_channels, l.out_channels, l.stride);
       input = floats({mb, l.in_channels, l.spatial, l.spatial});
+    } else if (l.kind == "lstm") {
+      layer = std::make_shared<LstmLayer>(m.hidden);
+      input = floats({mb, m.seq, m.hidden});
+    } else if (l.kind == "dense" || l.kind == "dense_head") {
+      layer = std::make_shared<DenseLayer>(l.in_channels, l.out_channels, l.kind == "dense_head");
+      input = floats({mb, l.in_channels});
     } else if (l.kind == "torchscript") {
       if (index >= script_layers_.size()) throw std::logic_error("torchscript model not expanded");
       layer = script_layers_[index];
@@ -480,6 +506,12 @@ TorchLayer build_torch_layer(const ModelSpec& m, size_t index) {
   } else if (l.kind == "residual_block") {
     layer = std::make_shared<ResidualBlock>(l.in_channels, l.mid_channels, l.out_channels, l.stride);
     out.input = floats({1, l.in_channels, l.spatial, l.spatial});
+  } else if (l.kind == "lstm") {
+    layer = std::make_shared<LstmLayer>(m.hidden);
+    out.input = floats({1, m.seq, m.hidden});
+  } else if (l.kind == "dense" || l.kind == "dense_head") {
+    layer = std::make_shared<DenseLayer>(l.in_channels, l.out_channels, l.kind == "dense_head");
+    out.input = floats({1, l.in_channels});
   } else {
     throw InputError(m.name + ": layer '" + l.name + "' has kind '" + l.kind + "', which cannot be trained here");
   }

@@ -82,6 +82,29 @@ double calibration_s(int cpus) {
   return *std::max_element(took.begin(), took.end());
 }
 
+double memory_calibration_s(int cpus) {
+  cpus = std::max(1, cpus);
+  constexpr size_t kDoubles = (64u << 20) / sizeof(double);
+  std::vector<double> took(static_cast<size_t>(cpus), 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cpus; ++i)
+    threads.emplace_back([&took, i] {
+      std::vector<double> buf(kDoubles, 1.0);  // touched once before the clock starts
+      const auto t0 = std::chrono::steady_clock::now();
+      double sum = 0;
+      for (int pass = 0; pass < 4; ++pass)
+        for (size_t k = 0; k < kDoubles; k += 8) {  // one read per cache line, one write per eight lines
+          sum += buf[k];
+          if (k % 64 == 0) buf[k] = sum * 1e-30;
+        }
+      took[static_cast<size_t>(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      volatile double sink = sum;
+      (void)sink;
+    });
+  for (auto& t : threads) t.join();
+  return *std::max_element(took.begin(), took.end());
+}
+
 HostVerdict judge_host(const HostObservation& h) {
   HostVerdict v;
   const double total = h.end.machine_total_s - h.start.machine_total_s;
@@ -91,14 +114,19 @@ HostVerdict judge_host(const HostObservation& h) {
   if (v.others_cpu_share > 0.10)
     v.reasons.push_back("other processes took " + std::to_string(static_cast<int>(std::lround(v.others_cpu_share * 100))) +
                         " % of the CPU time during the run");
-  if (h.calibration_s.size() >= 2) {
-    const auto [lo, hi] = std::minmax_element(h.calibration_s.begin(), h.calibration_s.end());
-    if (*lo > 0) v.calibration_ratio = *hi / *lo;
-    if (v.calibration_ratio > 1.15)
-      v.reasons.push_back("the calibration loop ran " +
-                          std::to_string(static_cast<int>(std::lround((v.calibration_ratio - 1) * 100))) +
-                          " % slower in one round than in another");
-  }
+  // Slowest / fastest of a calibration series; a reason when over 15 %.
+  auto spread = [&v](const std::vector<double>& t, const std::string& what, const std::string& why) {
+    if (t.size() < 2) return 1.0;
+    const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
+    const double r = *lo > 0 ? *hi / *lo : 1.0;
+    if (r > 1.15)
+      v.reasons.push_back(what + " ran " + std::to_string(static_cast<int>(std::lround((r - 1) * 100))) +
+                          " % slower in one round than in another" + why);
+    return r;
+  };
+  v.calibration_ratio = spread(h.calibration_s, "the calibration loop", "");
+  v.memory_calibration_ratio =
+      spread(h.memory_calibration_s, "the memory pass", " (memory bandwidth taken by other work)");
   v.busy = !v.reasons.empty();
   return v;
 }

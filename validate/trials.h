@@ -34,24 +34,32 @@ CpuClock read_cpu_clock();
 // thread): a host whose other work takes CPUs from the runs makes it slower.
 double calibration_s(int cpus);
 
+// Seconds of a fixed memory-bound pass on every CPU at once (the slowest
+// thread streams over 64 MiB of its own, several times): contention for
+// memory bandwidth or the last-level cache, which the arithmetic loop does not
+// feel (a neighbour on a shared host, for one), makes it slower.
+double memory_calibration_s(int cpus);
+
 // What was seen of the host around a validation run.
 struct HostObservation {
   int cpus = 1;
   double load_at_start = 0;           // 1-minute load average before anything ran
   CpuClock start, end;                // around the whole run
-  std::vector<double> calibration_s;  // before each round of trials
+  std::vector<double> calibration_s;  // before the profiles, before each round of trials and after the last
+  std::vector<double> memory_calibration_s;  // at the same moments
 };
 
 struct HostVerdict {
   bool busy = false;
   double others_cpu_share = 0;    // of the machine's CPU time, taken by other processes
   double calibration_ratio = 1;   // slowest / fastest calibration
+  double memory_calibration_ratio = 1;  // the same for the memory-bound pass
   std::vector<std::string> reasons;  // empty when idle
 };
 
 // Busy when other processes took more than 10 % of the machine's CPU time
-// during the run, or when the calibration loop's slowest round was more than
-// 15 % slower than its fastest. The load average is reported, not judged: it
+// during the run, or when the calibration loop's (or the memory pass's)
+// slowest round was more than 15 % slower than its fastest. The load average is reported, not judged: it
 // trails by a minute, so it still counts a previous run of validate itself.
 HostVerdict judge_host(const HostObservation& h);
 

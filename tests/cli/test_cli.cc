@@ -248,10 +248,17 @@ TEST_F(Cli, ScheduleWritesAReplayableFileAndAGantt) {
   EXPECT_EQ(r.status, 2);
 }
 
-TEST_F(Cli, CellsOracleNeedsAProfiledDatabase) {
+TEST_F(Cli, CellsOracleModelsUnprofiledGpuTypesWithoutWritingAFile) {
+  // No database: the A100s are modeled, cells tuned in memory, no file made.
   Result r = run({"simulate", "--trace", examples("data/philly/philly.csv"), "--limit", "10",
                   "--oracle", "cells", "--cells-db", (dir_ / "none.db").string(), "--model-mix",
                   "gpt-tiny@8", "--cluster", "a100-80:8", "--no-db"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "none.db"));
+  // The CPU has no analytic model: it needs a profile, named in the error.
+  r = run({"simulate", "--trace", examples("data/philly/philly.csv"), "--limit", "10",
+           "--oracle", "cells", "--cells-db", (dir_ / "none.db").string(), "--model-mix",
+           "gpt-tiny@8", "--cluster", "cpu:8", "--no-db"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("none.db"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "none.db"));
@@ -300,7 +307,7 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   // The shipped comparison runs; a bad row is named by file and line, exit 2.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("validation: 21 rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validation: 57 rows"), std::string::npos) << r.out;
   const std::string bad = write("bad.csv",
                                 "model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s\n"
                                 "resnet-18,64,fp32,v100,1,1,0.04\n"
@@ -308,6 +315,34 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   r = run({"estimate", "--validate", bad});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
+  // Transferred from the V100 rows: a summary of its own, and the source's rows have none.
+  r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv"), "--transfer-from", "v100", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto t = nlohmann::json::parse(r.out);
+  EXPECT_EQ(t["summary"]["transferred"]["from"], "v100");
+  EXPECT_EQ(t["summary"]["transferred"]["rows"], 48);
+  for (const auto& row : t["rows"]) EXPECT_EQ(row["gpu_type"] == "v100", row["transferred_s"].is_null()) << row;
+  r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv"), "--transfer-from", "z9000"});
+  EXPECT_EQ(r.status, 2);
+  // --precision belongs to the cell oracle.
+  r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:4",
+           "--precision", "fp16", "--no-db"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--precision needs --oracle cells"), std::string::npos) << r.err;
+  // The cell oracle on GPU types with no profile at all (modeled), at the
+  // default precision and at fp32: fp32 trains slower, so jobs finish later.
+  const std::string trace = write("gpt.csv",
+                                  "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n"
+                                  "0,0,gpt,gpt-125m,64,2000,4,,,,\n1,60,gpt,gpt-125m,32,1000,2,,,,\n");
+  auto jct = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"simulate", "--trace", trace, "--cluster", "a100-80:8", "--oracle", "cells",
+                                  "--cells-db", (dir_ / "cells.db").string(), "--policy", "fifo", "--no-db", "--json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const Result s = run(a);
+    EXPECT_EQ(s.status, 0) << s.err;
+    return nlohmann::json::parse(s.out)["runs"][0]["metrics"]["jct_mean_s"].get<double>();
+  };
+  EXPECT_GT(jct({"--precision", "fp32"}), 2 * jct({}));
 }
 
 }  // namespace

@@ -145,8 +145,11 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
   EXPECT_EQ(j["trials"], 2);
   EXPECT_GE(j["within_spread_share"].get<double>(), 0);
   EXPECT_LE(j["within_spread_share"].get<double>(), 1);
-  // The host check: two rounds of trials -> calibration before each and after the last.
-  EXPECT_EQ(j["host"]["calibration_s"].size(), 3u);
+  // The host check: before the profiles, before each of the two rounds of
+  // trials and after the last; the memory pass at the same moments.
+  EXPECT_EQ(j["host"]["calibration_s"].size(), 4u);
+  EXPECT_EQ(j["host"]["memory_calibration_s"].size(), 4u);
+  EXPECT_GE(j["host"]["memory_calibration_ratio"].get<double>(), 1);
   EXPECT_TRUE(j["host"]["busy"].is_boolean());
   EXPECT_GE(j["host"]["others_cpu_share"].get<double>(), 0);
   // The profile's own spread beside each layer's time.

@@ -26,6 +26,27 @@ TEST(Model, ZooHasTheGptSizesAndTheOtherFamilies) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
+// The other job types of Gavel's measured table, with parameter counts by
+// hand: LM (PyTorch's word-language-model, untied): embedding 33,278 x 200,
+// two LSTM layers of 8 h^2 + 8 h, decoder 200 x 33,278 + bias;
+// Recommendation: 20,108 -> 200 -> 20,108 with biases.
+TEST(Model, GavelTableModels) {
+  const ModelSpec lm = model_by_name("lm");
+  EXPECT_EQ(lm.family, "lstm");
+  ASSERT_EQ(lm.layers.size(), 4u);
+  EXPECT_EQ(lm.layers[1].kind, "lstm");
+  EXPECT_DOUBLE_EQ(lm.total_params(), 33278.0 * 200 + 2 * (8.0 * 200 * 200 + 8 * 200) + 200.0 * 33278 + 33278);
+  const ModelSpec rec = model_by_name("recommendation");
+  EXPECT_EQ(rec.family, "autoencoder");
+  ASSERT_EQ(rec.layers.size(), 2u);
+  EXPECT_EQ(rec.layers[1].kind, "dense_head");
+  EXPECT_DOUBLE_EQ(rec.total_params(), 20108.0 * 200 + 200 + 200.0 * 20108 + 20108);
+  const ModelSpec tr = model_by_name("transformer");
+  EXPECT_EQ(tr.family, "gpt");
+  EXPECT_EQ(tr.num_layers, 14);
+  EXPECT_EQ(tr.hidden, 512);
+}
+
 TEST(Model, GptParameterCountsMatchTheirNames) {
   // Name -> expected total parameters (embedding + blocks + head, untied head).
   const std::vector<std::pair<std::string, double>> cases = {
@@ -85,6 +106,11 @@ TEST_F(ModelYaml, LoadsAGptDescription) {
   const ModelSpec m = load_model(write("family: gpt\nname: mine\nhidden: 128\nnum_layers: 3\nheads: 4\nseq: 64\nvocab: 1000\n"));
   EXPECT_EQ(m.name, "mine");
   EXPECT_EQ(m.layers.size(), 5u);
+  EXPECT_EQ(m.attention, Attention::Auto);
+  const ModelSpec f = load_model(write("family: gpt\nhidden: 128\nnum_layers: 3\nheads: 4\nseq: 64\nvocab: 1000\n"
+                                       "attention: fused\n"));
+  EXPECT_EQ(f.attention, Attention::Fused);
+  EXPECT_FALSE(f.fused_attention);  // layers are built unfused; the estimator resizes them
 }
 
 TEST_F(ModelYaml, BadInputNamesFileAndLine) {
@@ -95,6 +121,7 @@ TEST_F(ModelYaml, BadInputNamesFileAndLine) {
       {"family: rnn\n", ":1:"},
       {"hidden: 64\n", "missing field 'family'"},
       {"family: [gpt\n", ":"},
+      {"family: gpt\nattention: flash2\n", ":2: attention must be auto, fused or unfused"},
   };
   for (const auto& [text, want] : cases) {
     const std::string p = write(text);

@@ -77,6 +77,37 @@ TEST(Measurements, OrderingCountsWrongPairs) {
   EXPECT_EQ(sums.size(), 1u);  // no split column values
 }
 
+// A row that does not fit as one micro-batch is priced with the fewest
+// gradient-accumulation steps that fit (as the measured runs do).
+TEST(Measurements, AccumulatesGradientsWhenOneMicroBatchDoesNotFit) {
+  const TempCsv f(std::string(kHeader) + "gpt-350m,1024,bf16,a100-80,1,8,1.0,,adam\n" +
+                  "gpt-350m,8,bf16,a100-80,1,8,1.0,,adam\n");
+  const auto rows = compare(read_measurements(f.path.string()), f.path.parent_path().string());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_GT(rows[0].micro_batches, 1);
+  EXPECT_TRUE(rows[0].feasible);
+  EXPECT_EQ(rows[1].micro_batches, 1);
+  // Accumulation repeats the micro-batch: about 128 / micro-batch-size times
+  // the small row's compute (so more than 16x the 8-sample iteration).
+  EXPECT_GT(rows[0].estimated_s, 16 * rows[1].estimated_s);
+}
+
+// --transfer-from: a row's twin on the source type, moved by the modeled ratio.
+TEST(Measurements, TransferredFromTheTwinOnAnotherType) {
+  const TempCsv f(std::string(kHeader) + "resnet-18,64,fp32,v100,1,1,0.040,,sgd-momentum\n" +
+                  "resnet-18,64,fp32,k80,1,1,0.140,,sgd-momentum\n" +
+                  "resnet-18,32,fp32,k80,1,1,0.100,,sgd-momentum\n");
+  const auto rows = compare(read_measurements(f.path.string()), f.path.parent_path().string(), "V100");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].transferred_s, 0);  // the source itself
+  EXPECT_NEAR(rows[1].transferred_s, 0.040 * rows[1].estimated_s / rows[0].estimated_s, 1e-12);
+  EXPECT_EQ(rows[2].transferred_s, 0);  // no twin at batch 32
+  const Summary t = summarize_transferred(rows);
+  EXPECT_EQ(t.rows, 1);
+  EXPECT_NEAR(t.median_error, std::abs(rows[1].transferred_s / 0.140 - 1), 1e-12);
+  EXPECT_THROW(compare(read_measurements(f.path.string()), "", "z9000"), InputError);
+}
+
 void expect_error_at(const std::string& body, long line, const std::string& what) {
   const TempCsv f(body);
   try {

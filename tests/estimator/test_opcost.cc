@@ -3,6 +3,7 @@
 // all-reduce with backward and memory by precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -164,7 +165,9 @@ TEST(CostModel, GradientSyncOverlapsBackward) {
 }
 
 TEST(CostModel, PrecisionChangesMemory) {
-  const ModelSpec m = model_by_name("gpt-125m");
+  // Unfused attention at both precisions, so activations differ by value size only.
+  ModelSpec m = model_by_name("gpt-125m");
+  m.attention = Attention::Unfused;
   Options fp32;
   fp32.precision = Precision::FP32;
   const CostModel full(m, "a100-80", nullptr, nullptr, fp32);
@@ -210,6 +213,85 @@ TEST(CostModel, GpuTypesRankAsPublishedForGptMixedPrecision) {
   EXPECT_NEAR(a40 / v100, 1.0, 0.35);
   EXPECT_GT(v100, a10);
   EXPECT_GT(a40, a10);
+}
+
+// An LSTM layer runs its recurrent product once per step, in sequence: its
+// kernels grow with the sequence, and its FLOPs are the layer's.
+TEST(OpCost, LstmStepsInSequence) {
+  const ModelSpec lm = model_by_name("lm");
+  const auto ops = layer_ops(lm, lm.layers[1], 20, 1);
+  double flops = 0;
+  int kernels = 0;
+  for (const Op& o : ops) {
+    flops += o.cls == OpClass::Gemm ? o.flops : 0;
+    kernels += o.kernels;
+  }
+  EXPECT_NEAR(flops, lm.layers[1].flops_per_sample * 20, 1e-6 * flops);
+  EXPECT_GE(kernels, 2 * lm.seq);
+  // Twice the batch is less than twice the time: the per-step products are small.
+  auto ms = [&](double mb) {
+    double t = 0;
+    for (const Op& o : layer_ops(lm, lm.layers[1], mb, 1)) t += op_time_ms(gpu("v100"), Precision::FP32, o, false);
+    return t;
+  };
+  EXPECT_LT(ms(40), 2 * ms(20));
+  const ModelSpec rec = model_by_name("recommendation");
+  double rf = 0;
+  for (const Op& o : layer_ops(rec, rec.layers[0], 512, 1)) rf += o.flops;
+  EXPECT_NEAR(rf, rec.layers[0].flops_per_sample * 512, 1e-6 * rf);
+}
+
+// Fused attention: chosen for 16-bit transformers on Ampere and newer (and as
+// the model asks otherwise); one kernel with both products' FLOPs, no score
+// matrix in memory (fewer saved bytes), faster than unfused at long sequences.
+TEST(OpCost, FusedAttentionWhereFlashRuns) {
+  ModelSpec m = with_precision(model_by_name("gpt-125m"), Precision::BF16);
+  EXPECT_TRUE(fused_attention(m, gpu("a100-80")));
+  EXPECT_TRUE(fused_attention(m, gpu("h100")));
+  EXPECT_TRUE(fused_attention(m, gpu("v100")));   // the memory-efficient kernel
+  EXPECT_FALSE(fused_attention(m, gpu("p100")));  // no tensor cores
+  EXPECT_FALSE(fused_attention(m, gpu("k80")));
+  EXPECT_FALSE(fused_attention(with_precision(model_by_name("gpt-125m"), Precision::FP32), gpu("a100-80")));
+  EXPECT_FALSE(fused_attention(model_by_name("resnet-50"), gpu("a100-80")));
+  m.attention = Attention::Unfused;
+  EXPECT_FALSE(fused_attention(m, gpu("a100-80")));
+  m.attention = Attention::Fused;
+  EXPECT_TRUE(fused_attention(m, gpu("p100")));
+
+  const ModelSpec plain = with_precision(model_by_name("gpt-125m"), Precision::BF16);
+  const ModelSpec fused = with_attention(plain, true);
+  const LayerSpec& block = plain.layers[1];
+  const double s = plain.seq, a = plain.heads;
+  EXPECT_NEAR(block.saved_bytes_per_sample - fused.layers[1].saved_bytes_per_sample, 5 * a * s * s * 2 / 2 - a * s * 4,
+              1e-6 * block.saved_bytes_per_sample);
+  EXPECT_EQ(plain.layers[0].saved_bytes_per_sample, fused.layers[0].saved_bytes_per_sample);  // embedding
+  EXPECT_NEAR(with_attention(fused, false).layers[1].saved_bytes_per_sample, block.saved_bytes_per_sample, 1e-6);
+
+  auto attention_flops = [](const std::vector<Op>& ops) {
+    double f = 0;
+    for (const Op& o : ops) f += o.cls == OpClass::Attention ? o.flops : 0;
+    return f;
+  };
+  const auto u = layer_ops(plain, block, 4, 1), f = layer_ops(fused, fused.layers[1], 4, 1);
+  EXPECT_NEAR(attention_flops(u), attention_flops(f), 1e-6 * attention_flops(u));
+  EXPECT_EQ(std::count_if(f.begin(), f.end(), [](const Op& o) { return o.fused; }), 1);
+  EXPECT_LT(f.size(), u.size());
+  // The fused op by hand on the A100 in bf16: 4 s^2 d per head and sample at
+  // 0.72 x 0.8 of 312 TFLOP/s; backward 2.5x.
+  const Op& fa = *std::find_if(f.begin(), f.end(), [](const Op& o) { return o.fused; });
+  const double d = plain.hidden / a, flops = 4 * s * s * d * a * 4;
+  EXPECT_NEAR(fa.flops, flops, 1e-6 * flops);
+  const double want_ms = flops / (312e12 * 0.72 * kFusedAttentionShare) * 1e3;
+  EXPECT_NEAR(op_time_ms(gpu("a100-80"), Precision::BF16, fa, false), want_ms, 1e-9);
+  EXPECT_NEAR(op_time_ms(gpu("a100-80"), Precision::BF16, fa, true), kFusedAttentionBackward * want_ms, 1e-9);
+  // The whole layer at sequence 1024 is faster fused.
+  auto layer_ms = [](const ModelSpec& mm) {
+    double t = 0;
+    for (const Op& o : layer_ops(mm, mm.layers[1], 4, 1))
+      t += op_time_ms(gpu("a100-80"), Precision::BF16, o, false) + op_time_ms(gpu("a100-80"), Precision::BF16, o, true);
+    return t;
+  };
+  EXPECT_LT(layer_ms(fused), layer_ms(plain));
 }
 
 }  // namespace

@@ -55,6 +55,17 @@ TEST(TorchCompute, MoeAndWideResNetRun) {
   for (const auto& l : wrn.layers) EXPECT_GT(l.fwd_ms + l.bwd_ms, 0);
 }
 
+// Gavel's LM (LSTM layers) and Recommendation (dense layers) as real LibTorch
+// modules: every distinct layer shape is timed.
+TEST(TorchCompute, GavelLstmAndAutoencoderRun) {
+  const ProfileRun lm = profile("lm", {1}, {1}, 1);
+  EXPECT_EQ(lm.layers.size(), 3u);  // embedding, one LSTM shape, head
+  const ProfileRun rec = profile("recommendation", {4}, {1}, 1);
+  EXPECT_EQ(rec.layers.size(), 2u);  // encoder, head
+  for (const ProfileRun* r : {&lm, &rec})
+    for (const auto& l : r->layers) EXPECT_GT(l.fwd_ms + l.bwd_ms, 0) << l.layer_name;
+}
+
 TEST(TorchCompute, TorchScriptSequenceIsProfiledLayerByLayer) {
   ComputeOptions o;
   o.micro_batches = {4};

@@ -66,6 +66,15 @@ TEST(Host, JudgedOnOthersCpuShareAndCalibration) {
   v = judge_host(observed(150, 150, 200, {0.05, 0.065, 0.05}));
   EXPECT_TRUE(v.busy);
   EXPECT_NEAR(v.calibration_ratio, 1.3, 1e-9);
+  // The arithmetic loop steady, the memory pass 25 % slower in one round
+  // (memory bandwidth taken by a neighbour): busy, and said why.
+  HostObservation m = observed(150, 148, 200, {0.05, 0.05, 0.05});
+  m.memory_calibration_s = {0.2, 0.25, 0.2};
+  v = judge_host(m);
+  EXPECT_TRUE(v.busy);
+  EXPECT_NEAR(v.memory_calibration_ratio, 1.25, 1e-9);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_NE(v.reasons[0].find("memory pass ran 25 %"), std::string::npos) << v.reasons[0];
 }
 
 // A real synthetic load: a child process spinning on every CPU while the
@@ -98,6 +107,9 @@ TEST(Host, CalibrationTakesTimeOnEveryCpu) {
   const double s = calibration_s(2);
   EXPECT_GT(s, 0);
   EXPECT_LT(s, 10);
+  const double m = memory_calibration_s(2);
+  EXPECT_GT(m, 0);
+  EXPECT_LT(m, 10);
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// Layer builders shared by core/model.cc (GPT, MoE, WRN) and
+// core/model_gavel.cc (the LSTM language model and the recommendation
+// autoencoder of Gavel's measured table). Internal to core/.
+#pragma once
+
+#include <string>
+
+#include "core/model.h"
+
+namespace cellsched::detail {
+
+// Zoo entries of these families (layers are added by the zoo's build step).
+ModelSpec lstm(std::string name, int hidden, int layers, int seq, int vocab);
+ModelSpec autoencoder(std::string name, int items, int hidden);
+
+// family "lstm": embedding (vocab x hidden), num_layers LSTM layers of width
+// hidden over seq steps, the softmax head over the vocabulary.
+void add_lstm_layers(ModelSpec& m);
+
+// family "autoencoder": items -> hidden (tanh) -> items, with a per-item
+// logistic loss (Gavel's Recommendation job: recoder on MovieLens-20M). The
+// input is one user's item vector: `vocab` = items, `hidden` = code width.
+void add_autoencoder_layers(ModelSpec& m);
+
+}  // namespace cellsched::detail
