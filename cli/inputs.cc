@@ -1,8 +1,10 @@
 #include "cli/inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "core/gpu.h"
 
@@ -65,7 +67,36 @@ void count_unrunnable(ReplayInputs& in) {
 
 }  // namespace
 
+namespace {
+
+// The engine's numbers, checked where they enter (before any file is read):
+// finite and in range, with the limits in the message.
+void check_engine_numbers(const ReplayArgs& a) {
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw InputError(what);
+  };
+  auto fmt = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  need(std::isfinite(a.round_s) && a.round_s >= 1 && a.round_s <= 1e7,
+       "--round must be a number of seconds in [1, 1e7], got " + fmt(a.round_s));
+  need(std::isfinite(a.restart_s) && a.restart_s >= 0 && a.restart_s < a.round_s,
+       "--restart must be a number of seconds in [0, --round), got " + fmt(a.restart_s));
+  need(std::isfinite(a.consolidation_s) && a.consolidation_s >= 0 && a.consolidation_s < a.round_s,
+       "--consolidation must be a number of seconds in [0, --round), got " + fmt(a.consolidation_s));
+  need(std::isfinite(a.fork_efficiency) && a.fork_efficiency > 0 && a.fork_efficiency <= 1,
+       "--fork-efficiency must be in (0, 1], got " + fmt(a.fork_efficiency));
+  need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
+       "--horizon must be a number of seconds up to 1e12 (negative: none), got " + fmt(a.horizon_s));
+  need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + fmt(a.locality_penalty));
+}
+
+}  // namespace
+
 ReplayInputs load_replay_inputs(const ReplayArgs& a) {
+  check_engine_numbers(a);
   ReplayInputs in;
   const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
                                          : parse_name_map(a.gpu_map, "--gpu-map");

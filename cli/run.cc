@@ -21,6 +21,7 @@
 #include "db/online.h"
 #include "runner/checkpoint.h"
 #include "runner/executor.h"
+#include "runner/lock.h"
 #include "runner/process.h"
 #include "runner/runner.h"
 #include "scheduler/oracle.h"
@@ -107,9 +108,14 @@ int cmd_run(const std::vector<std::string>& args) {
       ("quiet,q", po::bool_switch(&quiet), "no log on stderr");
   po::variables_map vm;
   if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
-  if (!(o.round_s > 0)) throw InputError("--round must be positive");
-  if (o.grace_s < 0) throw InputError("--grace must not be negative");
-  if (!(o.poll_s > 0)) throw InputError("--poll must be positive");
+  // Finite and in range, with the range in the message (nan fails every comparison).
+  if (!(o.round_s >= 1 && o.round_s <= 1e6)) throw InputError("--round must be in [1, 1e6] seconds (got " + num(o.round_s) + ")");
+  if (!(o.grace_s >= 0 && o.grace_s <= 3600)) throw InputError("--grace must be in [0, 3600] seconds (got " + num(o.grace_s) + ")");
+  if (!(o.poll_s >= 0.01 && o.poll_s <= 60)) throw InputError("--poll must be in [0.01, 60] seconds (got " + num(o.poll_s) + ")");
+  if (!(o.restart_s >= 0 && o.restart_s <= 1e6))
+    throw InputError("--restart must be in [0, 1e6] seconds (got " + num(o.restart_s) + ")");
+  if (!(o.prior_per_gpu > 0 && o.prior_per_gpu <= 1e9))
+    throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
   if (!(o.fork_efficiency > 0) || o.fork_efficiency > 1) throw InputError("--fork-efficiency must be in (0, 1]");
   if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
   const Cluster cluster = load_cluster(nodes);
@@ -138,6 +144,10 @@ int cmd_run(const std::vector<std::string>& args) {
   // Averaging runs in cellsched-torch, so this process loads no LibTorch.
   std::unique_ptr<runner::CheckpointAverager> averager;
   if (const std::string helper = torch_helper_path(); !helper.empty()) averager = runner::make_process_averager(helper);
+  // One runner per state database; the lock is held until this process ends.
+  runner::LockHolder holder;
+  auto lock = runner::RunnerLock::acquire(db_path, &holder);
+  if (!lock) throw InputError(db_path + ": another runner uses this state database (" + holder.text() + ")");
   db::OnlineStore store = db::OnlineStore::open(db_path);
   o.work_dir = work_dir;
   o.stop = &g_stop;
@@ -183,10 +193,12 @@ int cmd_submit(const std::vector<std::string>& all_args) {
   if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
   if (command.empty()) throw InputError("no command: put it after `--`, e.g. `-- python3 train.py`");
   if (command[0].empty()) throw InputError("the command name is empty");
-  if (!(j.iterations > 0) || !std::isfinite(j.iterations))
-    throw InputError("--iterations must be positive (got " + num(j.iterations) + ")");
+  // Iterations count things: whole numbers up to 2^53 (where doubles stop counting by ones).
+  if (!(j.iterations >= 1 && j.iterations <= 9007199254740992.0) || j.iterations != std::floor(j.iterations))
+    throw InputError("--iterations must be a whole number in [1, 2^53] (got " + num(j.iterations) + ")");
   if (j.gpus <= 0) throw InputError("--gpus must be positive (got " + std::to_string(j.gpus) + ")");
-  if (!(j.weight > 0)) throw InputError("--weight must be positive");
+  if (!(j.weight > 0) || !std::isfinite(j.weight) || j.weight > 1e6)
+    throw InputError("--weight must be a positive number up to 1e6 (got " + num(j.weight) + ")");
   if (j.batch_size < 0) throw InputError("--batch must not be negative");
   for (const std::string* text : {&j.name, &j.job_type, &j.model})
     for (unsigned char ch : *text)
@@ -209,8 +221,8 @@ int cmd_submit(const std::vector<std::string>& all_args) {
     const std::string exe = command[0].find('/') == std::string::npos
                                 ? runner::find_executable(command[0])
                                 : (fs::path(j.workdir) / command[0]).string();
-    if (exe.empty() || access(exe.c_str(), X_OK) != 0)
-      throw InputError("command '" + command[0] + "' is not an executable here (not found in PATH, or not executable)");
+    if (exe.empty() || access(exe.c_str(), X_OK) != 0 || fs::is_directory(exe))
+      throw InputError("command '" + command[0] + "' is not an executable file here (not found in PATH, a directory, or not executable)");
   }
   if (const auto nodes = store.meta("nodes")) {
     // The runner's node list is stored as YAML; count its GPUs.
@@ -227,8 +239,17 @@ int cmd_submit(const std::vector<std::string>& all_args) {
   }
   j.command = command;
   j.submitted_at = unix_now();
-  // Empty: the runner uses <work dir>/job-<id>.
-  if (!j.checkpoint_dir.empty()) j.checkpoint_dir = fs::absolute(j.checkpoint_dir).lexically_normal().string();
+  // Empty: the runner uses <work dir>/job-<id>. Given: a directory, or one that
+  // can be made under an existing parent (nothing is created here).
+  if (!j.checkpoint_dir.empty()) {
+    const fs::path d = fs::absolute(j.checkpoint_dir).lexically_normal();
+    std::error_code ec;
+    const bool ok = fs::exists(d, ec) ? fs::is_directory(d, ec) : fs::is_directory(d.parent_path(), ec);
+    if (!ok)
+      throw InputError("--checkpoint-dir " + d.string() +
+                       ": must be a directory, or a new one under an existing directory");
+    j.checkpoint_dir = d.string();
+  }
   store.submit(j);
   if (as_json) {
     std::cout << json{{"id", j.id}, {"name", j.name}, {"state", j.state}}.dump() << "\n";
@@ -269,8 +290,11 @@ int cmd_status(const std::vector<std::string>& args) {
       for (const auto& p : l.procs) used[p.node_name] += p.gpus;
   const int64_t last = store.last_round();
   const auto round = last ? store.round(last) : std::nullopt;
-  const std::string pid = store.meta("runner_pid").value_or("0");
-  const bool runner_alive = pid != "0" && kill(std::atoi(pid.c_str()), 0) == 0;
+  // The runner's lock says truthfully whether one is alive (the kernel drops
+  // it when the runner dies); the pid in the store is only the last one's.
+  const auto holder = runner::runner_lock_holder(db_path);
+  const bool runner_alive = holder.has_value();
+  const std::string pid = holder ? std::to_string(holder->pid) : store.meta("runner_pid").value_or("0");
 
   auto done_of = [&](const db::OnlineJob& j) {
     double d = j.iterations_done;
@@ -282,6 +306,8 @@ int cmd_status(const std::vector<std::string>& args) {
     json out;
     out["runner"] = {{"pid", std::atoll(pid.c_str())},
                      {"alive", runner_alive},
+                     {"host", holder ? holder->host : ""},
+                     {"started_at", holder ? holder->started_at : 0.0},
                      {"policy", store.meta("policy").value_or("")},
                      {"executor", store.meta("executor").value_or("")}};
     out["rounds"] = last;
@@ -312,7 +338,7 @@ int cmd_status(const std::vector<std::string>& args) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::cout << "runner: " << (runner_alive ? "running (pid " + pid + ")" : std::string("not running"))
+  std::cout << "runner: " << (runner_alive ? "running (" + holder->text() + ")" : std::string("not running"))
             << ", policy " << store.meta("policy").value_or("-") << ", executor "
             << store.meta("executor").value_or("-") << ", rounds " << last << "\n\n";
   Table t({"job", "name", "state", "gpus", "done", "total", "copies", "placement", "failures"});

@@ -52,6 +52,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
     std::cerr << "cellsched simulate: warning: " << in.unrunnable << " of " << trace.jobs.size()
               << " jobs cannot run at their size on any GPU type of the cluster with "
               << oracle.source() << " (first: " << in.first_unrunnable << ")\n";
+  if (vm.count("out")) {  // a place the outputs cannot go is found before anything runs
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec || !std::filesystem::is_directory(out_dir))
+      throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
+  }
   double bounds[2] = {-1, -1};
   std::vector<RunRecord> runs;
   for (size_t pi = 0; pi < policy_objs.size(); ++pi) {
@@ -71,12 +77,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     runs.push_back(std::move(run));
   }
 
-  if (!vm.count("no-db")) {
-    db::Store store = db::Store::open(db_path);
-    const int64_t cluster_id = store.save_cluster(cluster);
-    const int64_t trace_id = store.save_trace(trace);
-    for (RunRecord& run : runs) store.save_run(run, trace_id, cluster_id);
-  }
+  // The outputs first: a run is stored only once its files are written.
   if (vm.count("out")) {
     write_run_files(runs, out_dir);
     if (!vm.count("no-plots")) {
@@ -86,6 +87,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
         std::cerr << "cellsched simulate: plots skipped: " << e.what() << "\n";
       }
     }
+  }
+  if (!vm.count("no-db")) {
+    db::Store store = db::Store::open(db_path);
+    const int64_t cluster_id = store.save_cluster(cluster);
+    const int64_t trace_id = store.save_trace(trace);
+    for (RunRecord& run : runs) store.save_run(run, trace_id, cluster_id);
   }
   if (vm.count("json")) {
     std::cout << runs_to_json(runs).dump(2) << "\n";

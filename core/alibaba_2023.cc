@@ -107,6 +107,7 @@ void read_alibaba_pods(const std::string& path, const std::vector<std::string_vi
     count_note(t, "pod_phase " + std::string(trim(f[7])));
     draw.assign(c, num_gpu, deleted - scheduled, j, t);
     j.arrival_s = created;
+    c.check_job(j);
     t.jobs.push_back(std::move(j));
   });
   rebase_arrivals(t, first);

@@ -1,11 +1,16 @@
 #include "core/schedule.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/cluster.h"
 #include "core/error.h"
 
 namespace cellsched {
@@ -37,6 +42,17 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
     for (size_t i = 0; i < e.byte && i < text.size(); ++i) line += text[i] == '\n';
     fail_input(file, line, std::string("not JSON: ") + e.what());
   }
+  // The line each entry starts on: entries are the only objects with a
+  // "job_id" key, in file order (nlohmann's DOM keeps no positions).
+  std::vector<long> entry_lines;
+  {
+    long line = 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') ++line;
+      else if (text.compare(i, 8, "\"job_id\"") == 0) entry_lines.push_back(line);
+    }
+  }
+  long at = 0;  // the entry being read, for errors the JSON library raises
   try {
     if (j.value("format", "") != "cellsched-schedule-1")
       fail_input(file, 0, "not a cellsched schedule (format must be cellsched-schedule-1)");
@@ -47,8 +63,11 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
     s.round_s = j.at("round_s").get<double>();
     s.restart_s = j.at("restart_s").get<double>();
     s.rounds = j.at("rounds").get<std::vector<double>>();
+    s.source = file;
     for (const auto& e : j.at("entries")) {
       ScheduleEntry x;
+      x.line = s.entries.size() < entry_lines.size() ? entry_lines[s.entries.size()] : 0;
+      at = x.line;
       x.job_id = e.at("job_id").get<int64_t>();
       x.copy = e.at("copy").get<int>();
       x.node = e.at("node").get<std::string>();
@@ -57,13 +76,54 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
       x.start_s = e.at("start_s").get<double>();
       x.end_s = e.at("end_s").get<double>();
       x.plan = e.value("plan", "");
+      if (x.job_id < 0) fail_input(file, x.line, "job_id must not be negative, got " + std::to_string(x.job_id));
+      if (!std::isfinite(x.start_s) || !std::isfinite(x.end_s) || x.start_s < 0)
+        fail_input(file, x.line, "entry of job " + std::to_string(x.job_id) + ": start_s and end_s must be finite, start_s >= 0");
       if (x.gpu_indices.empty() || x.end_s < x.start_s || x.copy < 0)
-        fail_input(file, 0, "entry of job " + std::to_string(x.job_id) + " is inconsistent");
+        fail_input(file, x.line, "entry of job " + std::to_string(x.job_id) +
+                                     " is inconsistent (no GPU indices, end before start, or a negative copy)");
       s.entries.push_back(std::move(x));
     }
     return s;
   } catch (const nlohmann::json::exception& e) {
-    fail_input(file, 0, std::string("bad schedule: ") + e.what());
+    fail_input(file, at, std::string("bad schedule: ") + e.what());
+  }
+}
+
+void check_schedule(const Schedule& s, const Cluster& cluster) {
+  std::map<std::string, const Node*> nodes;
+  for (const Node& n : cluster.nodes) nodes[n.name] = &n;
+  // Per node and GPU index, the entries that hold it.
+  std::map<std::pair<std::string, int>, std::vector<const ScheduleEntry*>> holders;
+  for (const ScheduleEntry& e : s.entries) {
+    const std::string what = "entry of job " + std::to_string(e.job_id);
+    const auto it = nodes.find(e.node);
+    if (it == nodes.end())
+      fail_input(s.source, e.line, what + ": node '" + e.node + "' is not in cluster '" + cluster.name + "'");
+    const Node& n = *it->second;
+    if (!e.gpu_type.empty() && e.gpu_type != n.gpu_type)
+      fail_input(s.source, e.line, what + ": gpu_type '" + e.gpu_type + "' but node " + n.name + " has " + n.gpu_type);
+    std::set<int> seen;
+    for (int g : e.gpu_indices) {
+      if (g < 0 || g >= n.gpus)
+        fail_input(s.source, e.line, what + ": GPU index " + std::to_string(g) + " is not on node " + n.name +
+                                         " (0.." + std::to_string(n.gpus - 1) + ")");
+      if (!seen.insert(g).second)
+        fail_input(s.source, e.line, what + ": GPU index " + std::to_string(g) + " twice");
+      holders[{n.name, g}].push_back(&e);
+    }
+  }
+  for (auto& [gpu, list] : holders) {
+    std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const ScheduleEntry &prev = *list[i - 1], &cur = *list[i];
+      if (cur.start_s < prev.end_s)
+        fail_input(s.source, cur.line,
+                   "entry of job " + std::to_string(cur.job_id) + " holds GPU " + std::to_string(gpu.second) +
+                       " of node " + gpu.first + " from " + std::to_string(cur.start_s) +
+                       " s while job " + std::to_string(prev.job_id) + "'s entry (line " +
+                       std::to_string(prev.line) + ") holds it until " + std::to_string(prev.end_s) + " s");
+    }
   }
 }
 

@@ -18,6 +18,7 @@ struct ScheduleEntry {
   double start_s = 0;            // first round on these GPUs
   double end_s = 0;              // when it left them (next change, or completion)
   std::string plan;              // the job's cell plan, where the oracle has one
+  long line = 0;                 // where the entry starts in the file it was read from (0: not read)
 };
 
 struct Schedule {
@@ -25,6 +26,7 @@ struct Schedule {
   double round_s = 0, restart_s = 0;
   std::vector<double> rounds;          // round start times
   std::vector<ScheduleEntry> entries;  // by start time, then job, copy, node
+  std::string source;                  // the file it was read from ("" when made here)
 };
 
 // JSON (the format the runner reads back) and CSV (one row per entry,
@@ -32,6 +34,13 @@ struct Schedule {
 std::string schedule_to_json(const Schedule& s);
 Schedule schedule_from_json(const std::string& text, const std::string& file);
 Schedule load_schedule(const std::string& path);  // InputError with file on bad input
+
+// Checks a schedule against the node list it will run on: every node known,
+// its GPU type as the entry says, GPU indices in range and not repeated, no
+// two entries on one GPU at once, job ids >= 0, finite times. `file:line:`
+// InputError naming the entry (and the other one, for an overlap).
+struct Cluster;
+void check_schedule(const Schedule& s, const Cluster& cluster);
 void write_schedule_csv(const Schedule& s, std::ostream& out);
 
 }  // namespace cellsched

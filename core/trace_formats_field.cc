@@ -118,6 +118,7 @@ void read_tiresias(const std::string& path, const std::vector<std::string_view>&
                  j.total_iterations = iterations_for(c, ch, j.gpus, duration, options);
                  j.duration_hint_s = duration;
                  count_note(t, "model " + model + " -> " + ch.job_type);
+                 c.check_job(j);
                  t.jobs.push_back(std::move(j));
                });
 }
@@ -147,6 +148,7 @@ void read_crius(const std::string& path, const std::vector<std::string_view>& li
         const std::string type(trim(f[7]));
         if (type.empty()) c.fail("empty gpu_type");
         count_note(t, "requested gpu_type " + type + " (not binding)");
+        c.check_job(j);
         t.jobs.push_back(std::move(j));
       });
   rebase_arrivals(t, first);
@@ -204,6 +206,7 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  j.batch_size = ch.batch;
                  j.total_iterations = std::max(1.0, std::ceil(known->second.samples / batch));
                  count_note(t, "application " + app + " -> " + ch.job_type);
+                 c.check_job(j);
                  t.jobs.push_back(std::move(j));
                });
 }
@@ -239,6 +242,7 @@ void read_helios(const std::string& path, const std::vector<std::string_view>& l
         if (duration == 0) return count_note(t, "skipped: zero duration");
         draw.assign(c, gpus, duration, j, t);
         j.arrival_s = static_cast<double>(submit);
+        c.check_job(j);
         t.jobs.push_back(std::move(j));
       });
   rebase_arrivals(t, first);

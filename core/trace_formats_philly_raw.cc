@@ -166,6 +166,7 @@ void read_philly_raw(const std::string& path, std::string_view text,
     if (!j.failed_attempts.empty()) count_note(t, "failed attempts (replayed with --replay-failures)",
                                                static_cast<long>(j.failed_attempts.size()));
     j.arrival_s = static_cast<double>(submit);
+    c.check_job(j);
     t.jobs.push_back(std::move(j));
   }
   rebase_arrivals(t, first);

@@ -110,6 +110,7 @@ void read_gavel(const std::string& path, const std::vector<std::string_view>& li
         j.deadline_s = j.arrival_s + slo * duration;
       }
     }
+    c.check_job(j);
     t.jobs.push_back(std::move(j));
   }
 }
@@ -175,6 +176,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       j.duration_hint_s = duration;
       stamps.push_back(ts);
       j.arrival_s = static_cast<double>(ts);
+      c.check_job(j);
       t.jobs.push_back(std::move(j));
       continue;
     }
@@ -196,6 +198,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
     j.duration_hint_s = duration;
     stamps.push_back(ts);
     j.arrival_s = static_cast<double>(ts);  // made relative below
+    c.check_job(j);
     t.jobs.push_back(std::move(j));
   }
   if (!header) fail_input(path, 0, "empty file");
@@ -291,6 +294,7 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
       for (std::string_view g : detail::split(f[12], '|'))
         if (!trim(g).empty()) j.gpu_types.emplace_back(trim(g));
     }
+    c.check_job(j);
     t.jobs.push_back(std::move(j));
   }
   if (!header) fail_input(path, 0, "empty file");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -46,6 +47,20 @@ struct Ctx {
     if (*v <= 0 || *v > 1000000)
       fail(std::string(name) + " must be a positive integer, got " + quoted(field));
     return static_cast<int>(*v);
+  }
+  // A job as read, before it joins the trace: iterations count things (at
+  // most 2^53, where doubles stop counting by ones) and arrivals stay within
+  // 1e12 s; a simulation could not finish otherwise.
+  void check_job(const Job& j) const {
+    auto g = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", v);
+      return std::string(buf);
+    };
+    if (!(j.total_iterations >= 1 && j.total_iterations <= 9007199254740992.0))
+      fail("iterations must be in [1, 2^53], got " + g(j.total_iterations) +
+           (j.duration_hint_s > 0 ? " (from a duration of " + g(j.duration_hint_s) + " s)" : ""));
+    if (!(j.arrival_s >= 0 && j.arrival_s <= 1e12)) fail("the arrival must be in [0, 1e12] s, got " + g(j.arrival_s));
   }
   int non_negative_int(std::string_view field, const char* name) const {
     const auto v = to_int(field);

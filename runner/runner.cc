@@ -589,8 +589,18 @@ struct Runner::Impl {
         throw std::logic_error(policy->name() + ": node " + cluster.nodes[n].name + " overfilled");
   }
 
+  // Invariant: `jobs` holds exactly the open jobs, and settle_jobs() is the
+  // one place that closes one (done, failed, cancelled) and erases it. The
+  // round decides, stops what changes, then settles: stopping a job's gangs
+  // consolidates their progress, which can bring the job to its target, so a
+  // job the policy chose to (re)start may be closed by the time it would be
+  // started. Such a job is not started (it used to crash here, map::at).
   void start(int64_t number, double t0,
-             const std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>>& plan) {
+             std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>> plan) {
+    std::erase_if(plan, [&](const auto& p) {
+      const auto it = jobs.find(p.first);
+      return it == jobs.end() || progress_of(it->second) >= it->second.row.iterations;
+    });
     if (plan.empty()) return;
     // GPU indices still held per node.
     std::vector<std::vector<char>> held(cluster.nodes.size());

@@ -193,6 +193,11 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       continue;
     }
     if (options.horizon_s >= 0 && t >= start_t + options.horizon_s) break;
+    if (rounds >= options.max_rounds)
+      throw InputError("the simulation did not finish within " + std::to_string(options.max_rounds) +
+                       " rounds (" + fmt((t - start_t) / 86400) + " simulated days, " +
+                       std::to_string(active.size()) +
+                       " jobs still active): some job runs too slowly to finish; bound it with --horizon");
 
     out.resize(active.size());
     for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;

@@ -20,6 +20,9 @@ struct SimOptions {
   double fork_efficiency = 1.0;
   double consolidation_s = 0;
   double horizon_s = -1;         // stop after this much simulated time (< 0: run to the end)
+  // Rounds at most: a simulation that would run longer (a job at a rate too
+  // small to finish) is bad input, and says so, rather than running forever.
+  long max_rounds = 5'000'000;
   // Replay each job's failed attempts (Job::failed_attempts): see simulate().
   bool replay_failures = false;
   bool record_utilization = true;

@@ -53,6 +53,7 @@ class Replay : public Policy {
 
 std::unique_ptr<Policy> make_replay(Schedule schedule, const Cluster& cluster,
                                     int64_t id_offset) {
+  check_schedule(schedule, cluster);  // file:line errors before anything runs
   return std::make_unique<Replay>(std::move(schedule), cluster, id_offset);
 }
 

@@ -110,6 +110,35 @@ TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find(bad + ":3:"), std::string::npos) << r.err;
   EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+  // Iterations past 2^53 (a hang before: the simulation never finished).
+  const std::string huge = write("huge.csv",
+                                 "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n"
+                                 "0,0,ResNet-18 (batch size 16),,,1e300,1,,,,\n");
+  r = run({"simulate", "--trace", huge, "--cluster", "v100:4", "--policy", "fifo", "--db", db()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(huge + ":2: iterations must be in [1, 2^53]"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+  // --out naming a plain file: exit 2 before anything runs, and no run stored.
+  const std::string plain = write("plain.txt", "x\n");
+  r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8",
+           "--policy", "fifo", "--db", db(), "--out", plain});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out must be a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+  // Absurd engine numbers: exit 2 naming the flag and its range, nothing stored, no hang.
+  const std::vector<std::vector<std::string>> absurd = {
+      {"--round", "nan"}, {"--round", "inf"}, {"--round", "1e-9"}, {"--round", "1e308"},
+      {"--restart", "nan"}, {"--restart", "-1"}, {"--restart", "400"}, {"--horizon", "nan"},
+      {"--fork-efficiency", "0"}, {"--consolidation", "inf"}};
+  for (const auto& flag : absurd) {
+    std::vector<std::string> args = {"simulate", "--trace", examples("data/gavel/traces/small_test.trace"),
+                                     "--cluster", "v100:8", "--policy", "fifo", "--db", db()};
+    args.insert(args.end(), flag.begin(), flag.end());
+    r = run(args);
+    EXPECT_EQ(r.status, 2) << flag[0] << " " << flag[1];
+    EXPECT_NE(r.err.find(flag[0] + " must be"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
 }
 
 TEST_F(Cli, BadClusterAndImpossibleCluster) {

@@ -160,7 +160,28 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
   EXPECT_NE(r.err.find("no command"), std::string::npos) << r.err;
   r = run({"submit", "--db", db_, "--iterations", "0", "--", kTrainer});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--iterations must be positive"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--iterations must be a whole number"), std::string::npos) << r.err;
+  // Absurd numbers and paths (issue 13): each refused with the limit named, nothing stored.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> absurd = {
+      {{"--iterations", "1.5"}, "--iterations must be a whole number in [1, 2^53]"},
+      {{"--iterations", "1e300"}, "--iterations must be a whole number in [1, 2^53]"},
+      {{"--iterations", "99999999999999999999"}, "--iterations must be a whole number in [1, 2^53]"},
+      {{"--iterations", "5", "--weight", "inf"}, "--weight must be a positive number"},
+      {{"--iterations", "5", "--checkpoint-dir", "/etc/passwd"}, "--checkpoint-dir /etc/passwd: must be a directory"},
+      {{"--iterations", "5", "--checkpoint-dir", "/nonexistent/x/y"}, "--checkpoint-dir /nonexistent/x/y: must be"},
+  };
+  for (const auto& [opts, want] : absurd) {
+    std::vector<std::string> a = {"submit", "--db", db_};
+    a.insert(a.end(), opts.begin(), opts.end());
+    a.insert(a.end(), {"--", kTrainer});
+    r = run(a);
+    EXPECT_EQ(r.status, 2) << opts[1];
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists("/nonexistent"));
+  r = run({"submit", "--db", db_, "--iterations", "5", "--", dir_.string()});  // a directory as the command
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not an executable file"), std::string::npos) << r.err;
   r = run({"submit", "--db", db_, "--iterations", "5", "--gpus", "-1", "--", kTrainer});
   EXPECT_EQ(r.status, 2);
   r = run({"submit", "--db", db_, "--iterations", "5", "--", "no-such-command-xyz"});
@@ -305,6 +326,37 @@ TEST_F(Runner, SigkillAtRandomPointsLosesNothing) {
   EXPECT_EQ(finish(p), 0) << runner_logs();
   expect_consistent(status(), static_cast<size_t>(submitted));
   expect_no_overlap(slurp(log));
+}
+
+// One runner per state database: a second one exits 2 naming the holder,
+// `status` reports the holder truthfully, a killed holder's lock is taken
+// over, and of two runners started at once exactly one runs.
+TEST_F(Runner, OneRunnerPerStateDatabase) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "150"}, {kTrainer});
+  const std::vector<std::string> env = {"TRAINER_STEP=0.02"};
+  const pid_t a = start_runner({"--round", "1", "--policy", "fifo"}, env);
+  bool alive = false;
+  for (int i = 0; i < 100 && !alive; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    alive = status()["runner"]["alive"].get<bool>();
+  }
+  ASSERT_TRUE(alive) << runner_logs();
+  EXPECT_EQ(status()["runner"]["pid"].get<long>(), a);
+  const Result second = run({"run", "--nodes", nodes_, "--db", db_, "--until-idle"});
+  EXPECT_EQ(second.status, 2);
+  EXPECT_NE(second.err.find("another runner uses this state database (pid " + std::to_string(a)),
+            std::string::npos) << second.err;
+  kill(a, SIGKILL);
+  finish(a);
+  EXPECT_FALSE(status()["runner"]["alive"].get<bool>());
+  // Two at once: one takes the lock and finishes the job, the other exits 2.
+  const pid_t b = start_runner({"--round", "1", "--policy", "fifo", "--until-idle"}, env);
+  const pid_t c = start_runner({"--round", "1", "--policy", "fifo", "--until-idle"}, env);
+  const int sb = finish(b), sc = finish(c);
+  EXPECT_TRUE((sb == 0 && sc == 2) || (sb == 2 && sc == 0)) << sb << " " << sc << "\n" << runner_logs();
+  const json j = status()["jobs"][0];
+  EXPECT_EQ(j["state"], "done") << j.dump(2);
 }
 
 // HadarE forks copies of the PyTorch example; the runner averages their

@@ -60,6 +60,26 @@ TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
   EXPECT_EQ(r.utilization[1].busy_gpus, 1);
 }
 
+// A job too slow to finish is bad input with a clear message, not a hang:
+// 1e9 iterations at 10 it/s need about 280,000 rounds, the cap here is 1,000.
+TEST(Engine, ARunThatCannotFinishWithinTheRoundCapIsAnError) {
+  Cluster c;
+  c.name = "one";
+  c.nodes = {{"a", "localhost", "v100", 1}};
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  SimOptions so;
+  so.max_rounds = 1000;
+  try {
+    simulate(trace_of({make_job(0, 0, 1, 1e9)}), c, o, *fifo, so);
+    ADD_FAILURE() << "finished";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did not finish within 1000 rounds"), std::string::npos) << e.what();
+  }
+  so.horizon_s = 3600;  // bounded by the user: runs and stops
+  EXPECT_NO_THROW(simulate(trace_of({make_job(0, 0, 1, 1e9)}), c, o, *fifo, so));
+}
+
 TEST(Engine, MidRoundArrivalWaitsForNextRound) {
   Cluster c;
   c.name = "one";

@@ -160,6 +160,48 @@ TEST(Replay, ReplayingARecordedScheduleReproducesTheRun) {
   }
 }
 
+// A schedule file is checked against the node list at load, each bad entry
+// named by file and line: indices out of range, an overlap (with the other
+// entry's line), a GPU type the node does not have, a negative job id.
+TEST(Replay, BadEntriesNameFileAndLine) {
+  const Cluster c = mixed();
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
+  const Recorded r = record("fifo", several(), c, o);
+  ASSERT_GE(r.schedule.entries.size(), 2u);
+  const std::string good = schedule_to_json(r.schedule);
+  EXPECT_NO_THROW(check_schedule(schedule_from_json(good, "ok.json"), c));
+  auto expect = [&](Schedule s, const std::string& want) {
+    const std::string text = schedule_to_json(s);
+    try {
+      check_schedule(schedule_from_json(text, "s.json"), c);
+      ADD_FAILURE() << "accepted: " << want;
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("s.json:", 0), 0u) << msg;
+      EXPECT_EQ(msg.find("s.json:0:"), std::string::npos) << msg;  // a real line
+      EXPECT_NE(msg.find(want), std::string::npos) << msg;
+    }
+  };
+  Schedule s = r.schedule;
+  s.entries[0].gpu_indices = {99};
+  expect(s, "GPU index 99 is not on node");
+  s = r.schedule;
+  s.entries[0].gpu_indices = {-1};
+  expect(s, "GPU index -1 is not on node");
+  s = r.schedule;
+  s.entries[0].gpu_type = "h100";
+  expect(s, "gpu_type 'h100' but node");
+  s = r.schedule;
+  ScheduleEntry twin = s.entries[0];  // the same GPUs at the same time, another job
+  twin.job_id = 77;
+  s.entries.insert(s.entries.begin() + 1, twin);
+  expect(s, "while job");
+  s = r.schedule;
+  s.entries[0].job_id = -5;
+  expect(s, "job_id must not be negative");
+}
+
 TEST(Replay, UnknownNodeIsBadInput) {
   Schedule s;
   s.rounds = {0};

@@ -1,0 +1,85 @@
+#include "runner/lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace cellsched::runner {
+
+namespace {
+
+std::string lock_path(const std::string& db_path) { return db_path + ".runner.lock"; }
+
+LockHolder read_holder(int fd) {
+  char buf[512] = {0};
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  LockHolder h;
+  if (n > 0) {
+    std::istringstream in(std::string(buf, static_cast<size_t>(n)));
+    in >> h.pid >> h.host >> h.started_at;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string LockHolder::text() const {
+  std::ostringstream o;
+  o << "pid " << pid << " on host " << (host.empty() ? "?" : host);
+  if (started_at > 0) {
+    const std::time_t t = static_cast<std::time_t>(started_at);
+    char when[32];
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    o << " since " << when;
+  }
+  return o.str();
+}
+
+std::optional<RunnerLock> RunnerLock::acquire(const std::string& db_path, LockHolder* holder) {
+  const std::string path = lock_path(db_path);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path + ": cannot open the runner lock: " + std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (holder) *holder = read_holder(fd);
+    close(fd);
+    if (err == EWOULDBLOCK) return std::nullopt;
+    throw InputError(path + ": cannot lock: " + std::strerror(err));
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::ostringstream o;
+  o << getpid() << " " << (host[0] ? host : "?") << " " << std::time(nullptr) << "\n";
+  const std::string s = o.str();
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, s.data(), s.size(), 0) != static_cast<ssize_t>(s.size())) {
+    close(fd);
+    throw InputError(path + ": cannot write the runner lock: " + std::strerror(errno));
+  }
+  return RunnerLock(fd);
+}
+
+RunnerLock::RunnerLock(RunnerLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+RunnerLock::~RunnerLock() {
+  if (fd_ >= 0) close(fd_);  // closing drops the lock
+}
+
+std::optional<LockHolder> runner_lock_holder(const std::string& db_path) {
+  const int fd = open(lock_path(db_path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;  // no runner ever ran here
+  std::optional<LockHolder> out;
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) out = read_holder(fd);
+  close(fd);
+  return out;
+}
+
+}  // namespace cellsched::runner
