@@ -92,6 +92,8 @@ class Table {
 };
 
 std::string fixed(double v, int decimals);
+// %g: short, and nan/inf as such (for messages about bad numbers).
+std::string num(double v);
 // `s` with each control character shown as '?' (one line, safe in a table).
 std::string printable(std::string s);
 std::string hours(double seconds);  // "12.34" (h), "-" for negative

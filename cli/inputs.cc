@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <sstream>
 
 #include "core/gpu.h"
 
@@ -75,22 +74,17 @@ void check_engine_numbers(const ReplayArgs& a) {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw InputError(what);
   };
-  auto fmt = [](double v) {
-    std::ostringstream o;
-    o << v;
-    return o.str();
-  };
   need(std::isfinite(a.round_s) && a.round_s >= 1 && a.round_s <= 1e7,
-       "--round must be a number of seconds in [1, 1e7], got " + fmt(a.round_s));
+       "--round must be a number of seconds in [1, 1e7], got " + num(a.round_s));
   need(std::isfinite(a.restart_s) && a.restart_s >= 0 && a.restart_s < a.round_s,
-       "--restart must be a number of seconds in [0, --round), got " + fmt(a.restart_s));
+       "--restart must be a number of seconds in [0, --round), got " + num(a.restart_s));
   need(std::isfinite(a.consolidation_s) && a.consolidation_s >= 0 && a.consolidation_s < a.round_s,
-       "--consolidation must be a number of seconds in [0, --round), got " + fmt(a.consolidation_s));
+       "--consolidation must be a number of seconds in [0, --round), got " + num(a.consolidation_s));
   need(std::isfinite(a.fork_efficiency) && a.fork_efficiency > 0 && a.fork_efficiency <= 1,
-       "--fork-efficiency must be in (0, 1], got " + fmt(a.fork_efficiency));
+       "--fork-efficiency must be in (0, 1], got " + num(a.fork_efficiency));
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
-       "--horizon must be a number of seconds up to 1e12 (negative: none), got " + fmt(a.horizon_s));
-  need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + fmt(a.locality_penalty));
+       "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
+  need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
 }
 
 }  // namespace

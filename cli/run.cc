@@ -61,12 +61,6 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 // Refuses to create a database for the read-only verbs.
 void require_db(const std::string& path) {
   if (!fs::exists(path)) throw InputError(path + ": no such database (start `cellsched run --db " + path + "`)");

@@ -62,30 +62,31 @@ void add_lstm_layers(ModelSpec& m) {
   m.layers.push_back(head);
 }
 
+namespace {
+
+// A fully connected layer of `in` -> `out` values per sample.
+LayerSpec dense(const char* name, const char* kind, int in, int out, double saved_values, double bpv) {
+  LayerSpec l;
+  l.name = name;
+  l.kind = kind;
+  l.in_channels = in;
+  l.out_channels = out;
+  l.shape_key = std::string(kind) + ":i" + std::to_string(in) + ":o" + std::to_string(out);
+  l.params = double(in) * out + out;
+  l.flops_per_sample = 2.0 * in * out;
+  l.activation_bytes_per_sample = out * bpv;
+  l.saved_bytes_per_sample = saved_values * bpv;
+  return l;
+}
+
+}  // namespace
+
 void add_autoencoder_layers(ModelSpec& m) {
   const double items = m.vocab, h = m.hidden, bpv = m.bytes_per_value;
-  LayerSpec enc;
-  enc.name = "encoder";
-  enc.kind = "dense";
-  enc.in_channels = m.vocab;
-  enc.out_channels = m.hidden;
-  enc.shape_key = "dense:i" + std::to_string(m.vocab) + ":o" + std::to_string(m.hidden);
-  enc.params = items * h + h;
-  enc.flops_per_sample = 2 * items * h;
-  enc.activation_bytes_per_sample = h * bpv;
-  enc.saved_bytes_per_sample = (items + 2 * h) * bpv;  // input (dropout mask), pre- and post-tanh
-  m.layers.push_back(enc);
-  LayerSpec dec;
-  dec.name = "head";
-  dec.kind = "dense_head";
-  dec.in_channels = m.hidden;
-  dec.out_channels = m.vocab;
-  dec.shape_key = "dense-head:i" + std::to_string(m.hidden) + ":o" + std::to_string(m.vocab);
-  dec.params = h * items + items;
-  dec.flops_per_sample = 2 * h * items;
-  dec.activation_bytes_per_sample = items * bpv;
-  dec.saved_bytes_per_sample = (h + items) * bpv;
-  m.layers.push_back(dec);
+  // Saved: the encoder's input (its dropout mask) and the pre- and post-tanh
+  // code; the head's input and logits.
+  m.layers.push_back(dense("encoder", "dense", m.vocab, m.hidden, items + 2 * h, bpv));
+  m.layers.push_back(dense("head", "dense_head", m.hidden, m.vocab, h + items, bpv));
 }
 
 }  // namespace cellsched::detail

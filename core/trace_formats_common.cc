@@ -94,25 +94,34 @@ double reference_rate(const ThroughputTable& table, const std::string& gpu,
 }
 
 void for_each_row(const std::string& path, const std::vector<std::string_view>& lines,
-                  const char* format, const char* columns, const RowFn& fn) {
-  const size_t want = split(columns, ',').size();
+                  const char* format, const char* columns, const RowFn& fn, bool leading) {
+  const auto named = split(columns, ',');
+  size_t want = named.size();
   bool header = false;
   std::vector<std::string> f;
   std::string err;
   long line_no = 0;
   for (std::string_view line : lines) {
     ++line_no;
-    if (trim(line).empty()) continue;
+    const std::string_view t = trim(line);
+    if (t.empty() || (leading && t[0] == '#')) continue;
     const Ctx c{path, line_no};
     if (!header) {
-      if (!header_is(line, columns))
+      if (leading) {
+        const auto got = header_fields(line);
+        if (got.size() < want || !std::equal(named.begin(), named.end(), got.begin()))
+          c.fail(std::string("expected a ") + format + " header starting with '" + columns + "'");
+        want = got.size();
+      } else if (!header_is(line, columns)) {
         c.fail(std::string("expected the ") + format + " header '" + columns + "'");
+      }
       header = true;
       continue;
     }
     if (!split_csv(line, f, err)) c.fail(err);
     if (f.size() != want)
-      c.fail("expected " + std::to_string(want) + " fields (" + columns + "), got " +
+      c.fail("expected " + std::to_string(want) + " fields (" +
+             (leading ? std::string("as in the header") : std::string(columns)) + "), got " +
              std::to_string(f.size()));
     fn(c, f);
   }

@@ -91,10 +91,12 @@ double reference_rate(const ThroughputTable& table, const std::string& gpu,
 
 // The first non-blank line must be exactly the header `columns` (else
 // `file:line: expected the <format> header`); every other non-blank line
-// must have as many CSV fields and goes to `fn`.
+// must have as many CSV fields and goes to `fn`. With `leading`, lines
+// starting with `#` are comments and the header need only start with
+// `columns` (the rows then have the header's field count; `fn` gets them all).
 using RowFn = std::function<void(const Ctx&, const std::vector<std::string>&)>;
 void for_each_row(const std::string& path, const std::vector<std::string_view>& lines,
-                  const char* format, const char* columns, const RowFn& fn);
+                  const char* format, const char* columns, const RowFn& fn, bool leading = false);
 
 // Makes the arrival (and deadline) times of jobs [first, end) relative to
 // the earliest of those arrivals.

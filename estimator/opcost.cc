@@ -215,12 +215,21 @@ constexpr double kHalfK = 32;
 
 }  // namespace
 
-double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
-  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
+namespace {
+
+// The best share of the precision's peak a large GEMM reaches on `g`.
+double top_gemm_efficiency(const GpuSpec& g, Precision p) {
   const Efficiency& e = efficiency_of(g);
   const bool tensor = p != Precision::FP32 && g.tensor_cores();
   // TF32 kernels reach a smaller share of their peak than fp16/bf16 ones.
-  const double top = tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
+  return tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
+}
+
+}  // namespace
+
+double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
+  const double top = top_gemm_efficiency(g, p);
   const double sms = std::max(1, g.sm_count);
   double best = 0;
   for (const Tile& t : kTiles) {
@@ -241,9 +250,7 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   const double f = !backward ? 1.0 : op.fused ? kFusedAttentionBackward : product ? kBackwardFactor : kBackwardMemoryFactor;
   double compute_s = 0;
   if (op.fused) {
-    const bool tensor = p != Precision::FP32 && g.tensor_cores();
-    const double top = tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
-    compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * top * kFusedAttentionShare);
+    compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * top_gemm_efficiency(g, p) * kFusedAttentionShare);
   } else if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;

@@ -20,29 +20,10 @@ std::vector<MeasuredCell> load_measured_cells(const std::string& path) {
   std::string text = detail::read_file(path);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   const auto lines = detail::split_lines(text);
-  const size_t want = detail::split(kColumns, ',').size();
   std::vector<MeasuredCell> cells;
   std::map<std::tuple<std::string, int, std::string, std::string, int, int>, long> seen;
-  size_t columns = 0;  // the header's, once read
-  std::vector<std::string> f;
-  std::string err;
-  long line_no = 0;
-  for (std::string_view line : lines) {
-    ++line_no;
-    const std::string_view t = detail::trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const detail::Ctx c{path, line_no};
-    if (columns == 0) {
-      const auto h = detail::header_fields(line);
-      const auto need = detail::split(kColumns, ',');
-      if (h.size() < want || !std::equal(need.begin(), need.end(), h.begin()))
-        c.fail(std::string("expected a measured-cell header starting with '") + kColumns + "'");
-      columns = h.size();
-      continue;
-    }
-    if (!detail::split_csv(line, f, err)) c.fail(err);
-    if (f.size() != columns)
-      c.fail("expected " + std::to_string(columns) + " fields as in the header, got " + std::to_string(f.size()));
+  detail::for_each_row(path, lines, "measured-cell", kColumns,
+                       [&](const detail::Ctx& c, const std::vector<std::string>& f) {
     MeasuredCell m;
     m.line = c.line;
     m.model = std::string(detail::trim(f[0]));
@@ -63,8 +44,7 @@ std::vector<MeasuredCell> load_measured_cells(const std::string& path) {
     if (auto [it, fresh] = seen.emplace(key, c.line); !fresh)
       c.fail("the same cell as line " + std::to_string(it->second));
     cells.push_back(std::move(m));
-  }
-  if (columns == 0) fail_input(path, 0, "empty file");
+  }, /*leading=*/true);
   if (cells.empty()) fail_input(path, 0, "no cells");
   return cells;
 }

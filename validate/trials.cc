@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <functional>
 #include <thread>
 
 namespace cellsched::validate {
@@ -67,42 +68,50 @@ CpuClock read_cpu_clock() {
   return c;
 }
 
-double calibration_s(int cpus) {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs `task` on `cpus` threads at once; each times its own measured part
+// (setup left out). The slowest thread's seconds.
+double slowest_of(int cpus, const std::function<double()>& task) {
   cpus = std::max(1, cpus);
   std::vector<double> took(static_cast<size_t>(cpus), 0);
   std::vector<std::thread> threads;
-  for (int i = 0; i < cpus; ++i)
-    threads.emplace_back([&took, i] {
-      const auto t0 = std::chrono::steady_clock::now();
-      volatile double x = 1.0;  // a dependent chain the compiler cannot fold
-      for (int k = 0; k < 20'000'000; ++k) x = x * 1.0000001 + 1e-9;
-      took[static_cast<size_t>(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    });
+  for (int i = 0; i < cpus; ++i) threads.emplace_back([&took, &task, i] { took[static_cast<size_t>(i)] = task(); });
   for (auto& t : threads) t.join();
   return *std::max_element(took.begin(), took.end());
 }
 
+}  // namespace
+
+double calibration_s(int cpus) {
+  return slowest_of(cpus, [] {
+    const auto t0 = std::chrono::steady_clock::now();
+    volatile double x = 1.0;  // a dependent chain the compiler cannot fold
+    for (int k = 0; k < 20'000'000; ++k) x = x * 1.0000001 + 1e-9;
+    return seconds_since(t0);
+  });
+}
+
 double memory_calibration_s(int cpus) {
-  cpus = std::max(1, cpus);
-  constexpr size_t kDoubles = (64u << 20) / sizeof(double);
-  std::vector<double> took(static_cast<size_t>(cpus), 0);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < cpus; ++i)
-    threads.emplace_back([&took, i] {
-      std::vector<double> buf(kDoubles, 1.0);  // touched once before the clock starts
-      const auto t0 = std::chrono::steady_clock::now();
-      double sum = 0;
-      for (int pass = 0; pass < 4; ++pass)
-        for (size_t k = 0; k < kDoubles; k += 8) {  // one read per cache line, one write per eight lines
-          sum += buf[k];
-          if (k % 64 == 0) buf[k] = sum * 1e-30;
-        }
-      took[static_cast<size_t>(i)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      volatile double sink = sum;
-      (void)sink;
-    });
-  for (auto& t : threads) t.join();
-  return *std::max_element(took.begin(), took.end());
+  return slowest_of(cpus, [] {
+    constexpr size_t kDoubles = (64u << 20) / sizeof(double);
+    std::vector<double> buf(kDoubles, 1.0);  // touched once before the clock starts
+    const auto t0 = std::chrono::steady_clock::now();
+    double sum = 0;
+    for (int pass = 0; pass < 4; ++pass)
+      for (size_t k = 0; k < kDoubles; k += 8) {  // one read per cache line, one write per eight lines
+        sum += buf[k];
+        if (k % 64 == 0) buf[k] = sum * 1e-30;
+      }
+    const double s = seconds_since(t0);
+    volatile double sink = sum;
+    (void)sink;
+    return s;
+  });
 }
 
 HostVerdict judge_host(const HostObservation& h) {
