@@ -117,5 +117,7 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_submit(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_cancel(const std::vector<std::string>& args);
+// Malleable jobs on the nodes a Slurm cluster leaves idle (cli/scavenge.cc).
+int cmd_scavenge(const std::vector<std::string>& args);
 
 }  // namespace cellsched::cli

@@ -32,6 +32,7 @@ const std::vector<Verb>& verbs() {
       {"submit", "submit a training job to the online runner", cmd_submit},
       {"status", "jobs, copies, nodes and rounds of the online runner", cmd_status},
       {"cancel", "cancel a job of the online runner", cmd_cancel},
+      {"scavenge", "run malleable training on the nodes a Slurm cluster leaves idle (MalleTrain)", cmd_scavenge},
   };
   return v;
 }

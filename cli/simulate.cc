@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "cli/inputs.h"
+#include "cli/malle.h"
 #include "cli/plot.h"
 #include "cli/report.h"
 #include "core/cluster.h"
@@ -25,10 +26,13 @@ namespace cellsched::cli {
 int cmd_simulate(const std::vector<std::string>& args) {
   po::options_description opt("simulate options");
   ReplayArgs ra;
+  HostModeArgs ha;
   std::string policies, db_path, out_dir;
   add_replay_options(opt, ra);
+  add_host_mode_options(opt, ha);
   opt.add_options()
-      ("policy", po::value(&policies)->default_value(all_policies()), "comma-separated policies")
+      ("policy", po::value(&policies)->default_value(all_policies()),
+       (std::string("comma-separated policies (with --malleable: ") + kHostModePolicies + ")").c_str())
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file the runs are stored in")
       ("no-db", "do not store the runs")
       ("out", po::value(&out_dir), "write summary.csv, summary.json, jobs-<policy>.csv, utilization-<policy>.csv and the plots here")
@@ -39,6 +43,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (!parse("cellsched simulate --trace F --cluster SPEC [options]", args, opt, {}, vm)) return 0;
 
   // Everything is read and checked before anything runs or is stored.
+  if (vm.count("malleable"))
+    return run_host_mode(ra, ha, split_list(vm["policy"].defaulted() ? kHostModePolicies : policies), vm, db_path,
+                         out_dir);
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   std::vector<std::unique_ptr<Policy>> policy_objs;

@@ -278,6 +278,22 @@ INSERT INTO cell_estimates_v7 SELECT * FROM cell_estimates;
 DROP TABLE cell_estimates;
 ALTER TABLE cell_estimates_v7 RENAME TO cell_estimates;
 )sql"},
+    // v8: scaling curves the malletrain advisor learned online (Amdahl fits),
+    // one row per malleable job of a host-mode run.
+    {8, R"sql(
+CREATE TABLE learned_curves (
+  run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  job_id         INTEGER NOT NULL,
+  name           TEXT NOT NULL,
+  model          TEXT NOT NULL,      -- 'amdahl': thr(n) = t1 n / (1 + sigma (n - 1))
+  t1             REAL NOT NULL,      -- iterations/s on one node
+  sigma          REAL NOT NULL,
+  samples        INTEGER NOT NULL,
+  error_after_3  REAL,               -- largest relative error vs the true curve after 3 windows (NULL: fewer)
+  error          REAL,               -- the same for the final fit
+  PRIMARY KEY (run_id, job_id)
+);
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

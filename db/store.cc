@@ -360,6 +360,42 @@ int64_t Store::save_run(RunRecord& run, int64_t trace_id, int64_t cluster_id) {
   return id;
 }
 
+void Store::save_learned_curves(int64_t run_id, const std::vector<LearnedCurveRow>& curves) {
+  Connection& conn = impl_->conn;
+  Transaction tx(conn);
+  Statement ins(conn,
+                "INSERT INTO learned_curves(run_id, job_id, name, model, t1, sigma, samples, error_after_3, error) "
+                "VALUES (?1, ?2, ?3, 'amdahl', ?4, ?5, ?6, ?7, ?8)");
+  for (const LearnedCurveRow& c : curves) {
+    ins.bind(1, run_id).bind(2, c.job_id).bind(3, c.name).bind(4, c.t1).bind(5, c.sigma).bind(6, c.samples);
+    if (c.error_after_3 >= 0) ins.bind(7, c.error_after_3); else ins.bind_null(7);
+    if (c.error >= 0) ins.bind(8, c.error); else ins.bind_null(8);
+    ins.execute();
+  }
+  tx.commit();
+}
+
+std::vector<LearnedCurveRow> Store::load_learned_curves(int64_t run_id) const {
+  Connection& conn = impl_->conn;
+  Statement q(conn,
+              "SELECT job_id, name, t1, sigma, samples, error_after_3, error FROM learned_curves "
+              "WHERE run_id = ?1 ORDER BY job_id");
+  q.bind(1, run_id);
+  std::vector<LearnedCurveRow> out;
+  while (q.step()) {
+    LearnedCurveRow c;
+    c.job_id = q.column_int64(0);
+    c.name = q.column_text(1);
+    c.t1 = q.column_double(2);
+    c.sigma = q.column_double(3);
+    c.samples = static_cast<int>(q.column_int64(4));
+    c.error_after_3 = q.column_is_null(5) ? -1 : q.column_double(5);
+    c.error = q.column_is_null(6) ? -1 : q.column_double(6);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::optional<RunRecord> Store::load_run(int64_t id) const {
   Connection& conn = impl_->conn;
   Transaction tx(conn, Transaction::Mode::Deferred);

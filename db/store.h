@@ -32,10 +32,19 @@ struct RunSummary {
   double jct_mean_s = 0, ttd_s = 0, cru = 0, decision_mean_ms = 0;
 };
 
+// A scaling curve the malletrain advisor fitted to one malleable job.
+struct LearnedCurveRow {
+  int64_t job_id = 0;
+  std::string name;
+  double t1 = 0, sigma = 0;          // Amdahl: thr(n) = t1 n / (1 + sigma (n - 1))
+  int samples = 0;
+  double error_after_3 = -1, error = -1;  // < 0: not known
+};
+
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 7;
+  static constexpr int kSchemaVersion = 8;
 
   // Opens (creating if missing) and migrates to kSchemaVersion. ":memory:" works.
   // Throws StoreError; a file newer than this build is refused.
@@ -54,6 +63,10 @@ class Store {
   // Saves the run, its metrics, job results and utilization series; links the
   // given trace and cluster ids (0 = none). Sets run.id and run.created_at.
   int64_t save_run(RunRecord& run, int64_t trace_id = 0, int64_t cluster_id = 0);
+
+  // The advisor's curves of a stored run (one transaction).
+  void save_learned_curves(int64_t run_id, const std::vector<LearnedCurveRow>& curves);
+  std::vector<LearnedCurveRow> load_learned_curves(int64_t run_id) const;
 
   std::optional<Cluster> load_cluster(int64_t id) const;
   std::optional<Trace> load_trace(int64_t id) const;

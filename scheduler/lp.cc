@@ -5,6 +5,7 @@
 
 #include "ClpSimplex.hpp"
 #include "CoinPackedMatrix.hpp"
+#include "scheduler/coin_util.h"
 
 namespace cellsched {
 
@@ -31,21 +32,6 @@ void LinearProgram::add_entry(int row, int col, double value) {
   entry_value.push_back(value);
 }
 
-namespace {
-
-double to_clp(double v) {
-  if (v == kLpInf) return COIN_DBL_MAX;
-  if (v == -kLpInf) return -COIN_DBL_MAX;
-  return v;
-}
-
-std::vector<double> to_clp(const std::vector<double>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_clp(v[i]);
-  return out;
-}
-
-}  // namespace
 
 LpSolution solve_lp(const LinearProgram& lp) {
   const int n = lp.num_vars(), m = lp.num_rows();
@@ -68,8 +54,8 @@ LpSolution solve_lp(const LinearProgram& lp) {
   CoinPackedMatrix matrix(true, lp.entry_row.data(), lp.entry_col.data(), lp.entry_value.data(),
                           static_cast<CoinBigIndex>(lp.entry_row.size()));
   matrix.setDimensions(m, n);
-  const std::vector<double> collb = to_clp(lp.col_lower), colub = to_clp(lp.col_upper);
-  const std::vector<double> rowlb = to_clp(lp.row_lower), rowub = to_clp(lp.row_upper);
+  const std::vector<double> collb = coin::bounds(lp.col_lower), colub = coin::bounds(lp.col_upper);
+  const std::vector<double> rowlb = coin::bounds(lp.row_lower), rowub = coin::bounds(lp.row_upper);
 
   auto run = [&](ClpSimplex& model, bool warm) {
     model.setLogLevel(0);

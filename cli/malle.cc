@@ -1,0 +1,208 @@
+// `simulate --malleable`: inputs of the host-scheduler mode and the run.
+#include "cli/malle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "core/parse_util.h"
+#include "scheduler/oracle.h"
+
+namespace cellsched::cli {
+
+using detail::trim;
+
+void add_host_mode_options(po::options_description& opt, HostModeArgs& a) {
+  opt.add_options()
+      ("malleable", po::value(&a.malleable),
+       "host-scheduler mode: the trace is the primary workload (FCFS + EASY backfilling on whole nodes) and "
+       "these malleable jobs fill the idle nodes: a mix CSV (name,arrival_s,iterations,max_nodes,rescale_s,"
+       "curve,declared) or generate:N; policies malletrain, freetrain, malletrain-advisor")
+      ("grace", po::value(&a.grace_s)->default_value(60, "60"), "host mode: seconds a malleable job has to leave a claimed node")
+      ("window-horizon", po::value(&a.horizon_s)->default_value(3600, "3600"),
+       "host mode: longest idle window counted on (s), for nodes no waiting job has reserved")
+      ("walltime-factor", po::value(&a.walltime_factor)->default_value(1, "1"),
+       "host mode: primary jobs' requested time limit over their runtime (EASY plans with it; >= 1)")
+      ("reclaim", po::value(&a.reclaim)->default_value("preempt"),
+       "host mode, a node claimed without notice: preempt (the malleable job loses work since its last "
+       "checkpoint) | wait (the primary job waits the grace period)")
+      ("milp-time-limit", po::value(&a.milp_limit_s)->default_value(1, "1"), "host mode: seconds per MILP, best incumbent past it")
+      ("checkpoint-interval", po::value(&a.checkpoint_s)->default_value(600, "600"),
+       "host mode: seconds between a malleable job's periodic checkpoints");
+}
+
+namespace {
+
+// Where a field was read, for `file:line:` errors.
+struct Ctx {
+  const std::string& path;
+  long line;
+  [[noreturn]] void fail(const std::string& what) const { fail_input(path, line, what); }
+};
+
+constexpr double kMaxIterations = 9007199254740992.0;  // 2^53
+
+ScalingCurve table_curve(const Ctx& c, const std::string& job_type, int max_nodes, const ThroughputTable& table,
+                         const Cluster& cluster) {
+  TableOracle oracle(table);
+  Job job;
+  job.job_type = job_type;
+  const Node& node = cluster.nodes.front();
+  ScalingCurve curve;
+  for (int n = 1; n <= max_nodes; ++n) {
+    const double t = oracle.throughput(job, node.gpu_type, n * node.gpus, n == 1);
+    if (!(t > 0)) c.fail("table: '" + job_type + "' has no throughput on " + node.gpu_type + " at " +
+                         std::to_string(n * node.gpus) + " GPUs in " + table.source);
+    curve.thr.push_back(t);
+  }
+  return curve;
+}
+
+ScalingCurve parse_curve(const Ctx& c, std::string_view spec, int max_nodes, const ThroughputTable& table,
+                         const Cluster& cluster) {
+  spec = trim(spec);
+  auto positive = [&](std::string_view f, const char* what, double lo, double hi) {
+    const auto v = detail::to_double(f);
+    if (!v || *v < lo || *v > hi)
+      c.fail(std::string(what) + " must be a number in [" + num(lo) + ", " + num(hi) + "], got '" + std::string(trim(f)) + "'");
+    return *v;
+  };
+  if (spec.rfind("amdahl:", 0) == 0) {
+    const auto parts = detail::split(spec.substr(7), ':');
+    if (parts.size() != 2) c.fail("amdahl curve: expected amdahl:SIGMA:T1, got '" + std::string(spec) + "'");
+    const double sigma = positive(parts[0], "amdahl SIGMA", 0, 1);
+    const double t1 = positive(parts[1], "amdahl T1 (iterations/s on one node)", 1e-9, 1e9);
+    return amdahl_curve(t1, sigma, max_nodes);
+  }
+  if (spec.rfind("points:", 0) == 0) {
+    ScalingCurve curve;
+    for (std::string_view f : detail::split(spec.substr(7), ';'))
+      curve.thr.push_back(positive(f, "points throughput (iterations/s)", 1e-9, 1e9));
+    if (curve.max_nodes() != max_nodes)
+      c.fail("points curve: " + std::to_string(curve.max_nodes()) + " throughputs for max_nodes " +
+             std::to_string(max_nodes) + " (give one per node count 1..max_nodes)");
+    return curve;
+  }
+  if (spec.rfind("table:", 0) == 0) return table_curve(c, std::string(trim(spec.substr(6))), max_nodes, table, cluster);
+  c.fail("unknown curve '" + std::string(spec) + "' (amdahl:SIGMA:T1, points:T1;T2;..., table:JOB TYPE)");
+}
+
+std::vector<MalleableJob> generate_mix(long n, double hours, uint64_t seed, int cluster_nodes) {
+  detail::Rng rng(seed ^ 0x6d616c6cULL);
+  std::vector<MalleableJob> jobs;
+  const int sizes[] = {4, 8, 16, 32};
+  for (long i = 0; i < n; ++i) {
+    MalleableJob j;
+    j.id = i;
+    j.name = "malleable-" + std::to_string(i);
+    const double sigma = rng.uniform(0.01, 0.3);
+    const double t1 = rng.uniform(1, 10);
+    const int max_nodes = std::min(sizes[rng.below(4)], cluster_nodes);
+    j.rescale_s = rng.uniform(30, 120);
+    j.truth = amdahl_curve(t1, sigma, max_nodes);
+    j.declared = j.truth;
+    j.iterations = std::round(t1 * rng.uniform(hours / 10, hours) * 3600);  // hours/10..hours on one node
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+}  // namespace
+
+std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const ThroughputTable& table,
+                                             const Cluster& cluster, uint64_t seed) {
+  const int cluster_nodes = static_cast<int>(cluster.nodes.size());
+  if (spec.rfind("generate:", 0) == 0) {
+    const auto parts = detail::split(std::string_view(spec).substr(9), ':');
+    const auto n = detail::to_int(parts[0]);
+    const auto hours = parts.size() == 2 ? detail::to_double(parts[1]) : std::optional<double>(500);
+    if (parts.size() > 2 || !n || *n < 1 || *n > 100000 || !hours || *hours < 0.01 || *hours > 1e6)
+      throw InputError("--malleable " + spec + ": expected generate:N[:HOURS] with N in [1, 100000] and HOURS in [0.01, 1e6]");
+    return generate_mix(static_cast<long>(*n), *hours, seed, cluster_nodes);
+  }
+  std::string text = detail::read_file(spec);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
+  const auto lines = detail::split_lines(text);
+  std::vector<MalleableJob> jobs;
+  std::map<std::string, long> seen;
+  bool header = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const Ctx c{spec, static_cast<long>(i + 1)};
+    const std::string_view line = trim(lines[i]);
+    if (line.empty() || line.front() == '#') continue;
+    auto f = detail::split(line, ',');
+    if (!header) {
+      if (line != "name,arrival_s,iterations,max_nodes,rescale_s,curve,declared" &&
+          line != "name,arrival_s,iterations,max_nodes,rescale_s,curve")
+        c.fail("expected the header name,arrival_s,iterations,max_nodes,rescale_s,curve,declared");
+      header = true;
+      continue;
+    }
+    if (f.size() == 6) f.push_back("");
+    if (f.size() != 7) c.fail("expected 7 fields, got " + std::to_string(f.size()));
+    MalleableJob j;
+    j.id = static_cast<int64_t>(jobs.size());
+    j.name = std::string(trim(f[0]));
+    if (j.name.empty()) c.fail("empty name");
+    if (auto [it, fresh] = seen.emplace(j.name, c.line); !fresh)
+      c.fail("duplicate name '" + j.name + "' (first on line " + std::to_string(it->second) + ")");
+    auto number = [&](std::string_view field, const char* what, double lo, double hi) {
+      const auto v = detail::to_double(field);
+      if (!v || *v < lo || *v > hi)
+        c.fail(std::string(what) + " must be a number in [" + num(lo) + ", " + num(hi) + "], got '" +
+               std::string(trim(field)) + "'");
+      return *v;
+    };
+    j.arrival_s = number(f[1], "arrival_s", 0, 1e12);
+    j.iterations = number(f[2], "iterations", 1, kMaxIterations);
+    if (j.iterations != std::floor(j.iterations)) c.fail("iterations must be a whole number");
+    const auto max_nodes = detail::to_int(f[3]);
+    if (!max_nodes || *max_nodes < 1 || *max_nodes > 100000)
+      c.fail("max_nodes must be a whole number in [1, 100000], got '" + std::string(trim(f[3])) + "'");
+    const int nmax = static_cast<int>(std::min<long long>(*max_nodes, cluster_nodes));
+    j.rescale_s = number(f[4], "rescale_s", 0, 86400);
+    j.truth = parse_curve(c, f[5], static_cast<int>(*max_nodes), table, cluster);
+    j.declared = trim(f[6]).empty() ? j.truth : parse_curve(c, f[6], static_cast<int>(*max_nodes), table, cluster);
+    j.truth.thr.resize(nmax);
+    j.declared.thr.resize(nmax);
+    jobs.push_back(std::move(j));
+  }
+  if (!header) fail_input(spec, 0, "empty: expected the header name,arrival_s,iterations,max_nodes,rescale_s,curve,declared");
+  if (jobs.empty()) fail_input(spec, 0, "no malleable jobs (only a header)");
+  std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.arrival_s < b.arrival_s; });
+  return jobs;
+}
+
+std::vector<HostJob> host_jobs_from_trace(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
+                                          double walltime_factor) {
+  const int nodes = static_cast<int>(cluster.nodes.size());
+  const Node& node = cluster.nodes.front();
+  std::vector<HostJob> out;
+  for (const Job& j : trace.jobs) {
+    HostJob h;
+    h.id = j.id;
+    h.arrival_s = j.arrival_s;
+    h.nodes = (j.gpus + node.gpus - 1) / node.gpus;
+    const std::string who = "job " + std::to_string(j.id) + (j.name.empty() ? "" : " (" + j.name + ")");
+    if (h.nodes > nodes)
+      throw InputError(trace.source + ": " + who + " needs " + std::to_string(h.nodes) + " nodes of " +
+                       std::to_string(node.gpus) + " GPUs; the cluster has " + std::to_string(nodes) +
+                       " (use --limit or a larger --cluster)");
+    h.runtime_s = j.duration_hint_s;
+    if (!(h.runtime_s > 0)) {
+      const double rate = oracle.throughput(j, node.gpu_type, j.gpus, h.nodes == 1);
+      if (!(rate > 0))
+        throw InputError(trace.source + ": " + who + " (" + j.job_type + ") has no throughput on " + node.gpu_type +
+                         " at " + std::to_string(j.gpus) + " GPUs and no duration");
+      h.runtime_s = j.total_iterations / rate;
+    }
+    h.walltime_s = h.runtime_s * walltime_factor;
+    out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace cellsched::cli

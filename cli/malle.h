@@ -1,0 +1,50 @@
+// `simulate --malleable`: the host-scheduler mode (MalleTrain). The primary
+// trace runs under FCFS + EASY backfilling on whole nodes; malleable jobs fill
+// the nodes it leaves idle under malletrain, freetrain or the advisor variant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "cli/inputs.h"
+#include "core/throughput.h"
+#include "scheduler/malle.h"
+
+namespace cellsched::cli {
+
+struct HostModeArgs {
+  std::string malleable;  // a mix CSV, or generate:N
+  double grace_s = 60, horizon_s = 3600, walltime_factor = 1, milp_limit_s = 1, checkpoint_s = 600;
+  std::string reclaim = "preempt";
+};
+
+// --malleable --grace --window-horizon --walltime-factor --reclaim
+// --milp-time-limit --checkpoint-interval
+void add_host_mode_options(po::options_description& opt, HostModeArgs& a);
+
+// The policies of this mode, comma-separated (its --policy default).
+inline constexpr const char* kHostModePolicies = "malletrain,freetrain,malletrain-advisor";
+
+// Reads a malleable mix: CSV with the header
+// `name,arrival_s,iterations,max_nodes,rescale_s,curve,declared`; a curve is
+// `amdahl:SIGMA:T1`, `points:T1;T2;...` (iterations/s at 1, 2, ... nodes) or
+// `table:JOB TYPE` (the throughput table at that many nodes' GPUs); an empty
+// `declared` is the curve itself. `generate:N[:HOURS]` draws N jobs with
+// `seed`: Amdahl sigma 0.01-0.3, 1-10 iterations/s on one node, up to 4-32
+// nodes, rescales of 30-120 s, HOURS/10..HOURS (default 500) of one-node work.
+// Throws InputError with file:line.
+std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const ThroughputTable& table,
+                                             const Cluster& cluster, uint64_t seed);
+
+// Rigid node jobs from a trace: ceil(GPUs / GPUs per node) nodes, the
+// trace's duration (else iterations at the table's throughput), walltime =
+// runtime x `walltime_factor`. Throws InputError naming a job that cannot run.
+std::vector<HostJob> host_jobs_from_trace(const Trace& trace, const Cluster& cluster,
+                                          const ThroughputOracle& oracle, double walltime_factor);
+
+// The whole mode: runs, writes --out files, stores, prints. Returns the exit status.
+int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& policies,
+                  const po::variables_map& vm, const std::string& db_path, const std::string& out_dir);
+
+}  // namespace cellsched::cli

@@ -1,0 +1,195 @@
+// `cellsched scavenge --slurm`: malleable training on the nodes a real Slurm
+// cluster leaves idle (runner/scavenger.h).
+#include <signal.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/parse_util.h"
+#include "runner/process.h"
+#include "runner/scavenger.h"
+
+namespace cellsched::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+constexpr const char* kHeader = "name,iterations,max_nodes,rescale_s,curve,command";
+
+// name,iterations,max_nodes,rescale_s,curve,command... : the command is the
+// rest of the line, one argv element per field (no quoting, no shell).
+std::vector<runner::ScavengeJob> load_jobs(const std::string& path) {
+  std::string text = detail::read_file(path);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  std::vector<runner::ScavengeJob> jobs;
+  std::set<std::string> names;
+  bool header = false;
+  long line_no = 0;
+  for (std::string_view raw : detail::split_lines(text)) {
+    ++line_no;
+    const std::string_view line = detail::trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    if (!header) {
+      if (line != kHeader) fail_input(path, line_no, std::string("expected the header ") + kHeader);
+      header = true;
+      continue;
+    }
+    const auto f = detail::split(line, ',');
+    if (f.size() < 6) fail_input(path, line_no, "expected at least 6 fields (the command last), got " + std::to_string(f.size()));
+    runner::ScavengeJob j;
+    j.name = std::string(detail::trim(f[0]));
+    if (j.name.empty() || j.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+      fail_input(path, line_no, "name must be letters, digits, '_', '.' or '-', got '" + j.name + "'");
+    if (!names.insert(j.name).second) fail_input(path, line_no, "duplicate name '" + j.name + "'");
+    const auto it = detail::to_double(f[1]);
+    if (!it || *it < 1 || *it > 9007199254740992.0 || *it != std::floor(*it))
+      fail_input(path, line_no, "iterations must be a whole number in [1, 2^53], got '" + std::string(detail::trim(f[1])) + "'");
+    j.iterations = *it;
+    const auto mn = detail::to_int(f[2]);
+    if (!mn || *mn < 1 || *mn > 100000)
+      fail_input(path, line_no, "max_nodes must be a whole number in [1, 100000], got '" + std::string(detail::trim(f[2])) + "'");
+    j.max_nodes = static_cast<int>(*mn);
+    const auto rs = detail::to_double(f[3]);
+    if (!rs || *rs < 0 || *rs > 86400)
+      fail_input(path, line_no, "rescale_s must be a number in [0, 86400], got '" + std::string(detail::trim(f[3])) + "'");
+    j.rescale_s = *rs;
+    double sigma = 0.1;
+    const std::string_view curve = detail::trim(f[4]);
+    if (!curve.empty()) {
+      const auto s = curve.rfind("amdahl:", 0) == 0 ? detail::to_double(curve.substr(7)) : std::nullopt;
+      if (!s || *s < 0 || *s > 1)
+        fail_input(path, line_no, "curve must be empty or amdahl:SIGMA with SIGMA in [0, 1], got '" + std::string(curve) + "'");
+      sigma = *s;
+    }
+    j.curve = amdahl_curve(1, sigma, j.max_nodes);
+    for (size_t i = 5; i < f.size(); ++i) j.command.emplace_back(detail::trim(f[i]));
+    if (j.command[0].empty()) fail_input(path, line_no, "empty command");
+    const std::string exe = runner::find_executable(j.command[0]);
+    std::error_code ec;
+    if (exe.empty() || !std::filesystem::is_regular_file(exe, ec) || access(exe.c_str(), X_OK) != 0)
+      fail_input(path, line_no, "'" + j.command[0] + "' is not an executable file");
+    jobs.push_back(std::move(j));
+  }
+  if (!header) fail_input(path, 0, std::string("empty: expected the header ") + kHeader);
+  if (jobs.empty()) fail_input(path, 0, "no jobs (only a header)");
+  return jobs;
+}
+
+void check(const char* flag, double v, double lo, double hi) {
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
+}
+
+std::string stamp() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+// `cellsched scavenge --task -- CMD...`: what srun starts on each node of a
+// launch. Gives the command the torchrun-style ranks of the runner contract
+// from Slurm's task ids, then becomes it.
+int run_task(const std::vector<std::string>& args) {
+  size_t i = 1;
+  if (i < args.size() && args[i] == "--") ++i;
+  if (i >= args.size()) throw InputError("--task: no command");
+  auto env = [](const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return std::string(v && *v ? v : fallback);
+  };
+  setenv("RANK", env("SLURM_PROCID", "0").c_str(), 1);
+  setenv("WORLD_SIZE", env("SLURM_NTASKS", "1").c_str(), 1);
+  setenv("LOCAL_RANK", env("SLURM_LOCALID", "0").c_str(), 1);
+  std::vector<char*> argv;
+  for (size_t k = i; k < args.size(); ++k) argv.push_back(const_cast<char*>(args[k].c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::cerr << "cellsched scavenge --task: cannot run " << args[i] << ": " << std::strerror(errno) << "\n";
+  return 127;
+}
+
+}  // namespace
+
+int cmd_scavenge(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "--task") return run_task(args);
+  po::options_description opt("scavenge options");
+  std::string jobs_path, state;
+  runner::ScavengeOptions o;
+  opt.add_options()
+      ("slurm", "watch the Slurm cluster that sinfo/squeue reach (SLURM_CONF): the only host scheduler supported")
+      ("jobs", po::value(&jobs_path), "malleable jobs: CSV name,iterations,max_nodes,rescale_s,curve,command... "
+                                      "(curve empty or amdahl:SIGMA; the command is the rest of the line, one argument per field)")
+      ("state", po::value(&state)->default_value("scavenge"), "folder for checkpoints, progress and logs (a rerun resumes)")
+      ("interval", po::value(&o.interval_s)->default_value(2, "2"), "seconds between looks at the cluster")
+      ("grace", po::value(&o.grace_s)->default_value(10, "10"), "seconds a job has to checkpoint and leave; also the margin before a reservation")
+      ("horizon", po::value(&o.horizon_s)->default_value(3600, "3600"), "time limit (s) where no waiting job has reserved the idle nodes")
+      ("launch-timeout", po::value(&o.launch_timeout_s)->default_value(60, "60"), "cancel a launch Slurm has not started after this many seconds")
+      ("duration", po::value(&o.duration_s)->default_value(-1, "-1"), "stop after this many seconds (-1: when every job is done)")
+      ("partition", po::value(&o.partition), "only this partition")
+      ("json", "print the report as JSON");
+  po::variables_map vm;
+  if (!parse("cellsched scavenge --slurm --jobs FILE [options]", args, opt, {}, vm)) return 0;
+  if (!vm.count("slurm")) throw InputError("--slurm is required (the host scheduler scavenge watches)");
+  if (jobs_path.empty()) throw InputError("--jobs is required");
+  check("interval", o.interval_s, 0.1, 3600);
+  check("grace", o.grace_s, 0, 3600);
+  check("horizon", o.horizon_s, 60, 1e7);
+  check("launch-timeout", o.launch_timeout_s, 1, 86400);
+  if (o.duration_s != -1) check("duration", o.duration_s, 0, 1e9);
+  const std::vector<runner::ScavengeJob> jobs = load_jobs(jobs_path);
+  for (const char* tool : {"sinfo", "squeue", "srun", "scancel"})
+    if (runner::find_executable(tool).empty())
+      throw InputError(std::string(tool) + " not found: scavenge --slurm needs the Slurm clients (Debian slurm-client)");
+  std::error_code ec;
+  std::filesystem::create_directories(state, ec);
+  if (ec || !std::filesystem::is_directory(state))
+    throw InputError(state + ": --state must be a folder that can be created" + (ec ? ": " + ec.message() : ""));
+  o.state_dir = std::filesystem::absolute(state).string();
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw std::runtime_error("cannot find this executable (/proc/self/exe)");
+  o.task_wrapper = {std::string(self, static_cast<size_t>(n)), "scavenge", "--task", "--"};
+  const bool json = vm.count("json") > 0;
+  o.log = [json](const std::string& s) { (json ? std::cerr : std::cout) << stamp() << " " << s << std::endl; };
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  const runner::ScavengeReport r = runner::scavenge(jobs, o, &g_stop);
+  if (json) {
+    nlohmann::json j = {{"polls", r.polls}, {"launches", r.launches}, {"claims", r.claims},
+                        {"cancelled_launches", r.cancelled_launches}, {"release_max_s", r.release_max_s},
+                        {"node_hours", r.node_s / 3600}, {"jobs", nlohmann::json::array()}};
+    for (const auto& jr : r.jobs)
+      j["jobs"].push_back({{"name", jr.name}, {"iterations_done", jr.iterations_done}, {"launches", jr.launches}, {"done", jr.done}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"job", "iterations done", "launches", "done"});
+  for (const auto& jr : r.jobs) t.add({jr.name, fixed(jr.iterations_done, 0), std::to_string(jr.launches), jr.done ? "yes" : "no"});
+  std::cout << "\n";
+  t.print(std::cout);
+  std::cout << "\n" << r.launches << " launches, " << r.claims << " claims (longest release " << fixed(r.release_max_s, 1)
+            << " s), " << fixed(r.node_s / 3600, 2) << " node-hours used\n";
+  return 0;
+}
+
+}  // namespace cellsched::cli

@@ -1,0 +1,421 @@
+#include "runner/scavenger.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "runner/process.h"
+#include "scheduler/malle_alloc.h"
+
+namespace fs = std::filesystem;
+
+namespace cellsched::runner {
+
+namespace {
+
+std::vector<std::string> split_bar(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  for (char c : line) {
+    if (c == '|') {
+      f.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  f.push_back(cur);
+  return f;
+}
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Runs argv (no shell) and returns its stdout; throws when it cannot run,
+// fails, or takes longer than `timeout_s`.
+std::string capture(const std::vector<std::string>& argv, double timeout_s = 20) {
+  const std::string path = find_executable(argv.at(0));
+  if (path.empty()) throw std::runtime_error(argv[0] + ": not found (is Slurm installed?)");
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(path.c_str(), args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  char buf[4096];
+  while (true) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+    if (left <= 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      close(fds[0]);
+      throw std::runtime_error(argv[0] + ": no answer within " + std::to_string(timeout_s) + " s");
+    }
+    if (poll(&p, 1, left) <= 0) continue;
+    const ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    throw std::runtime_error(argv[0] + " failed (exit " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1) + ")");
+  return out;
+}
+
+// Iterations a launch trained: its progress file's last `iterations=N`.
+double launch_iterations(const fs::path& progress) {
+  std::ifstream in(progress);
+  std::string line;
+  double n = 0;
+  while (std::getline(in, line))
+    if (line.rfind("iterations=", 0) == 0) n = std::atof(line.c_str() + 11);
+  return n;
+}
+
+struct Launch {
+  size_t job = 0;
+  int k = 0;
+  std::string slurm_name;
+  std::vector<std::string> nodes;
+  int64_t pid = 0, ticks = 0;
+  double launched_s = 0, running_since_s = -1;
+  double stop_sent_s = -1, claim_seen_s = -1;
+};
+
+struct JobState {
+  fs::path dir;
+  double done = 0;
+  int next_k = 0;
+  int launches = 0;
+  bool finished = false;
+};
+
+class Scavenger {
+ public:
+  Scavenger(const std::vector<ScavengeJob>& jobs, const ScavengeOptions& o) : jobs_(jobs), o_(o) {
+    for (const ScavengeJob& j : jobs) {
+      JobState s;
+      s.dir = fs::path(o.state_dir) / j.name;
+      fs::create_directories(s.dir);
+      for (int k = 0;; ++k) {  // what earlier scavengers trained (resumable)
+        const fs::path p = s.dir / ("launch-" + std::to_string(k) + ".progress");
+        if (!fs::exists(p) && !fs::exists(s.dir / ("launch-" + std::to_string(k) + ".log"))) break;
+        s.done += launch_iterations(p);
+        s.next_k = k + 1;
+      }
+      s.finished = s.done >= j.iterations;
+      state_.push_back(s);
+    }
+    for (size_t i = 0; i < jobs.size(); ++i)
+      report_.jobs.push_back({jobs[i].name, state_[i].done, 0, state_[i].finished});
+  }
+
+  ScavengeReport run(const std::atomic<bool>* stop);
+
+ private:
+  void log(const std::string& s) const {
+    if (o_.log) o_.log(s);
+  }
+  void settle(double now);
+  void look(double now);
+  void launch(size_t job, const std::vector<std::string>& nodes, double window_s, double now);
+  void stop_launch(Launch& l, double now, bool claim);
+  void force(Launch& l);
+  std::string ckpt_in(size_t job) const;
+
+  const std::vector<ScavengeJob>& jobs_;
+  ScavengeOptions o_;
+  std::vector<JobState> state_;
+  std::vector<Launch> launches_;
+  ScavengeReport report_;
+};
+
+std::string Scavenger::ckpt_in(size_t job) const {
+  for (int k = state_[job].next_k - 1; k >= 0; --k) {
+    const fs::path p = state_[job].dir / ("launch-" + std::to_string(k) + ".pt");
+    if (fs::exists(p)) return p.string();
+  }
+  return "";
+}
+
+void Scavenger::settle(double now) {
+  for (auto it = launches_.begin(); it != launches_.end();) {
+    Launch& l = *it;
+    if (alive(l.pid, l.ticks)) {
+      ++it;
+      continue;
+    }
+    JobState& s = state_[l.job];
+    const double n = launch_iterations(s.dir / ("launch-" + std::to_string(l.k) + ".progress"));
+    s.done += n;
+    if (l.running_since_s >= 0) report_.node_s += static_cast<double>(l.nodes.size()) * (now - l.running_since_s);
+    if (l.claim_seen_s >= 0) report_.release_max_s = std::max(report_.release_max_s, now - l.claim_seen_s);
+    std::ostringstream msg;
+    msg << jobs_[l.job].name << ": launch " << l.k << " ended, " << n << " iterations (" << s.done << " of "
+        << jobs_[l.job].iterations << ")";
+    if (s.done >= jobs_[l.job].iterations) {
+      s.finished = true;
+      msg << ": done";
+    }
+    log(msg.str());
+    it = launches_.erase(it);
+  }
+}
+
+void Scavenger::launch(size_t job, const std::vector<std::string>& nodes, double window_s, double now) {
+  JobState& s = state_[job];
+  const ScavengeJob& j = jobs_[job];
+  Launch l;
+  l.job = job;
+  l.k = s.next_k++;
+  l.slurm_name = "cellsched-scav-" + j.name + "-" + std::to_string(l.k);
+  l.nodes = nodes;
+  l.launched_s = now;
+  const long minutes = static_cast<long>(std::floor(window_s / 60));
+  std::string list;
+  for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
+  const std::string tag = "launch-" + std::to_string(l.k);
+  SpawnSpec spec;
+  spec.argv = {o_.srun, "--nodes=" + std::to_string(nodes.size()), "--ntasks-per-node=1", "--nodelist=" + list,
+               "--time=" + std::to_string(minutes), "--job-name=" + l.slurm_name, "--exclusive", "--nice=10000", "--export=ALL",
+               "--kill-on-bad-exit=1", "--chdir=" + s.dir.string()};
+  if (!o_.partition.empty()) spec.argv.push_back("--partition=" + o_.partition);
+  spec.argv.push_back("--");
+  spec.argv.insert(spec.argv.end(), o_.task_wrapper.begin(), o_.task_wrapper.end());
+  spec.argv.insert(spec.argv.end(), j.command.begin(), j.command.end());
+  spec.env = {"CELLSCHED_JOB_ID=" + std::to_string(job), "CELLSCHED_COPY=0", "CELLSCHED_CKPT_IN=" + ckpt_in(job),
+              "CELLSCHED_CKPT_OUT=" + (s.dir / (tag + ".pt")).string(),
+              "CELLSCHED_PROGRESS=" + (s.dir / (tag + ".progress")).string(),
+              "CELLSCHED_ITERATIONS=" + std::to_string(static_cast<long long>(std::ceil(j.iterations - s.done))),
+              "CELLSCHED_LAUNCH=" + l.slurm_name, "CELLSCHED_NODES=" + std::to_string(nodes.size()),
+              "CELLSCHED_ROUND_END=" + std::to_string(static_cast<long long>(now + minutes * 60))};
+  spec.workdir = s.dir.string();
+  spec.log = (s.dir / (tag + ".log")).string();
+  spec.exit_file = (s.dir / (tag + ".exit")).string();
+  PendingSpawn p = spawn(spec);
+  l.pid = p.pid();
+  l.ticks = p.start_ticks();
+  p.go();
+  ++s.launches;
+  ++report_.launches;
+  log(j.name + ": launch " + std::to_string(l.k) + " on " + list + " (" + std::to_string(nodes.size()) +
+      " nodes, time limit " + std::to_string(minutes) + " min)");
+  launches_.push_back(l);
+}
+
+void Scavenger::stop_launch(Launch& l, double now, bool claim) {
+  if (l.stop_sent_s >= 0) return;
+  l.stop_sent_s = now;
+  if (claim) l.claim_seen_s = now;
+  signal_group(l.pid, l.ticks, SIGTERM);  // srun passes it on: the trainer checkpoints and exits
+}
+
+void Scavenger::force(Launch& l) {
+  const std::string scancel = find_executable(o_.scancel);
+  if (!scancel.empty()) {
+    try {
+      capture({scancel, "--quiet", "--name=" + l.slurm_name});
+    } catch (const std::runtime_error&) {
+    }
+  }
+  signal_group(l.pid, l.ticks, SIGKILL);
+}
+
+void Scavenger::look(double now) {
+  ++report_.polls;
+  const std::vector<SlurmNode> nodes = parse_sinfo(capture({o_.sinfo, "-N", "-h", "-o", "%N|%T"}));
+  std::vector<std::string> squeue = {o_.squeue, "-h", "-t", "PD,R,CG", "-o", "%i|%j|%T|%D|%S|%r", "--sort=-p,i"};
+  if (!o_.partition.empty()) squeue.push_back("--partition=" + o_.partition);
+  const std::vector<SlurmJob> queue = parse_squeue(capture(squeue));
+  std::map<std::string, const SlurmJob*> ours;
+  const SlurmJob* head = nullptr;
+  for (const SlurmJob& j : queue) {
+    if (j.name.rfind("cellsched-scav-", 0) == 0) ours[j.name] = &j;
+    else if (!head && j.state == "PENDING") head = &j;
+  }
+  int ours_running = 0;
+  std::set<std::string> promised;
+  for (Launch& l : launches_) {
+    auto it = ours.find(l.slurm_name);
+    const bool running = it != ours.end() && it->second->state == "RUNNING";
+    if (running && l.running_since_s < 0) l.running_since_s = now;
+    if (running && l.stop_sent_s < 0) ours_running += static_cast<int>(l.nodes.size());
+    if (!running) promised.insert(l.nodes.begin(), l.nodes.end());
+    if (!running && l.stop_sent_s < 0 && now - l.launched_s > o_.launch_timeout_s) {
+      log(jobs_[l.job].name + ": launch " + std::to_string(l.k) + " not started by Slurm in " +
+          std::to_string(static_cast<int>(o_.launch_timeout_s)) + " s: cancelled");
+      ++report_.cancelled_launches;
+      stop_launch(l, now, false);
+      force(l);
+    }
+  }
+  std::vector<std::string> idle;
+  for (const SlurmNode& n : nodes)
+    // "planned": idle now, reserved by the backfill scheduler for a waiting job (Slurm >= 22.05).
+    if ((n.state == "idle" || n.state == "planned") && !promised.count(n.name)) idle.push_back(n.name);
+  const int n_idle = static_cast<int>(idle.size());
+  // A waiting job that fits once ours leave: they leave now (largest first).
+  if (head && head->nodes > n_idle && head->nodes <= n_idle + ours_running) {
+    std::vector<Launch*> order;
+    for (Launch& l : launches_)
+      if (l.stop_sent_s < 0 && l.running_since_s >= 0) order.push_back(&l);
+    std::sort(order.begin(), order.end(), [](const Launch* a, const Launch* b) { return a->nodes.size() > b->nodes.size(); });
+    int freed = 0;
+    for (Launch* l : order) {
+      if (n_idle + freed >= head->nodes) break;
+      freed += static_cast<int>(l->nodes.size());
+      ++report_.claims;
+      log("job " + head->id + " (" + std::to_string(head->nodes) + " nodes) waits for nodes of " +
+          jobs_[l->job].name + ": stopping it");
+      stop_launch(*l, now, true);
+    }
+  }
+  for (Launch& l : launches_)  // past the grace period: cancel it
+    if (l.stop_sent_s >= 0 && now - l.stop_sent_s > o_.grace_s) force(l);
+  // Launch on the idle nodes Slurm cannot give the waiting job anyway.
+  if (n_idle == 0 || (head && head->nodes <= n_idle)) return;
+  // A waiting job whose start Slurm has not planned yet may want these nodes
+  // at any moment: wait for the backfill scheduler's plan.
+  if (head && head->start_s <= 0) return;
+  double window = o_.horizon_s;
+  if (head) window = std::min(window, head->start_s - now - o_.grace_s);
+  if (window < 60) return;  // Slurm's time limits are whole minutes
+  std::vector<size_t> waiting;
+  std::vector<AllocJob> alloc;
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    if (state_[j].finished) continue;
+    if (std::any_of(launches_.begin(), launches_.end(), [&](const Launch& l) { return l.job == j; })) continue;
+    AllocJob a;
+    a.curve = jobs_[j].curve;
+    a.rescale_s = jobs_[j].rescale_s;
+    waiting.push_back(j);
+    alloc.push_back(a);
+  }
+  if (alloc.empty()) return;
+  const std::vector<AllocChoice> choice = allocate_milp({{window, n_idle}}, alloc, 1.0);
+  size_t next = 0;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (choice[i].nodes <= 0) continue;
+    std::vector<std::string> take(idle.begin() + static_cast<long>(next), idle.begin() + static_cast<long>(next + choice[i].nodes));
+    next += choice[i].nodes;
+    launch(waiting[i], take, window, now);
+  }
+}
+
+ScavengeReport Scavenger::run(const std::atomic<bool>* stop) {
+  const double start = wall_now();
+  while (true) {
+    const double now = wall_now();
+    settle(now);
+    const bool all_done = std::all_of(state_.begin(), state_.end(), [](const JobState& s) { return s.finished; });
+    if ((all_done && launches_.empty()) || (stop && *stop) || (o_.duration_s >= 0 && now - start >= o_.duration_s)) break;
+    if (!all_done) look(now);
+    std::this_thread::sleep_for(std::chrono::duration<double>(o_.interval_s));
+  }
+  // Leave: checkpoint what runs, then cancel what did not exit in time.
+  const double t = wall_now();
+  for (Launch& l : launches_) stop_launch(l, t, false);
+  while (!launches_.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double now = wall_now();
+    for (Launch& l : launches_)
+      if (now - l.stop_sent_s > o_.grace_s) force(l);
+    settle(now);
+  }
+  for (size_t i = 0; i < state_.size(); ++i) {
+    report_.jobs[i].iterations_done = state_[i].done;
+    report_.jobs[i].launches = state_[i].launches;
+    report_.jobs[i].done = state_[i].finished;
+  }
+  return report_;
+}
+
+}  // namespace
+
+std::vector<SlurmNode> parse_sinfo(const std::string& text) {
+  std::vector<SlurmNode> out;
+  std::set<std::string> seen;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto f = split_bar(line);
+    if (f.size() != 2 || f[0].empty() || !seen.insert(f[0]).second) continue;
+    out.push_back({f[0], f[1]});
+  }
+  return out;
+}
+
+std::vector<SlurmJob> parse_squeue(const std::string& text) {
+  std::vector<SlurmJob> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto f = split_bar(line);
+    if (f.size() != 6 || f[0].empty()) continue;
+    SlurmJob j;
+    j.id = f[0];
+    j.name = f[1];
+    j.state = f[2];
+    j.nodes = std::max(0, std::atoi(f[3].c_str()));
+    j.start_s = parse_slurm_time(f[4]);
+    j.reason = f[5];
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+double parse_slurm_time(const std::string& s) {
+  std::tm tm{};
+  int y, mo, d, h, mi, se;
+  char tail = 0;
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d%c", &y, &mo, &d, &h, &mi, &se, &tail) != 6) return -1;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = se;
+  tm.tm_isdst = -1;
+  const std::time_t t = std::mktime(&tm);
+  return t == static_cast<std::time_t>(-1) ? -1 : static_cast<double>(t);
+}
+
+ScavengeReport scavenge(const std::vector<ScavengeJob>& jobs, const ScavengeOptions& options,
+                        const std::atomic<bool>* stop) {
+  Scavenger s(jobs, options);
+  return s.run(stop);
+}
+
+}  // namespace cellsched::runner

@@ -1,0 +1,127 @@
+// `simulate --malleable` end to end: the host-scheduler mode's table, files,
+// stored runs and learned curves, and its bad inputs (exit 2, nothing stored).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "tests/support/subprocess.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using cellsched::testing::Result;
+using cellsched::testing::slurp;
+
+class HostMode : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-host"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    return cellsched::testing::run_in(args, dir_);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  std::string philly() { return std::string(CELLSCHED_EXAMPLES) + "/data/philly/philly.csv"; }
+  std::string db() { return (dir_ / "runs.db").string(); }
+  std::vector<std::string> base(const std::string& mix) {
+    return {"simulate", "--trace", philly(), "--limit", "400", "--cluster", "v100:32", "--malleable", mix,
+            "--seed", "1", "--db", db()};
+  }
+  fs::path dir_;
+};
+
+TEST_F(HostMode, ComparesTheThreePoliciesWritesFilesAndStoresCurves) {
+  const std::string mix = write("mix.csv",
+                                "name,arrival_s,iterations,max_nodes,rescale_s,curve,declared\n"
+                                "# an HPO sweep and a NAS search\n"
+                                "hpo-1,0,50000000,8,60,amdahl:0.05:4,\n"
+                                "hpo-2,0,50000000,4,30,points:2;3.8;5.4;6.8,\n"
+                                "nas,3600,50000000,8,90,amdahl:0.25:2,amdahl:0:2\n"
+                                "resnet,0,50000000,4,60,table:ResNet-50 (batch size 64),\n");
+  std::vector<std::string> args = base(mix);
+  args.insert(args.end(), {"--out", (dir_ / "out").string()});
+  const Result r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* p : {"malletrain", "freetrain", "malletrain-advisor", "idle used %", "primary delay max s"})
+    EXPECT_NE(r.out.find(p), std::string::npos) << p << "\n" << r.out;
+  const nlohmann::json summary = nlohmann::json::parse(slurp(dir_ / "out/summary.json"));
+  ASSERT_EQ(summary.size(), 3u);
+  for (const auto& e : summary) {
+    for (const char* k : {"malleable_throughput", "idle_node_time_used", "primary_delay_s", "milp_solve_ms_p99"})
+      EXPECT_TRUE(e.contains(k)) << k;
+    EXPECT_GT(e["malleable_throughput"].get<double>(), 0);
+    EXPECT_GT(e["idle_node_time_used"].get<double>(), 0);
+    EXPECT_LE(e["idle_node_time_used"].get<double>(), 1 + 1e-9);
+    EXPECT_EQ(e["primary_delay_s"].get<double>(), 0);
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "out/occupancy-malletrain.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/occupancy.gp"));
+  auto store = cellsched::db::Store::open(db());
+  const auto runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 3u);
+  size_t curves = 0;
+  for (const auto& s : runs) {
+    const auto run = store.load_run(s.id);
+    ASSERT_TRUE(run);
+    EXPECT_EQ(run->params.at("mode"), "host");
+    EXPECT_TRUE(run->metrics.extra.count("malleable_throughput"));
+    curves += store.load_learned_curves(s.id).size();
+  }
+  EXPECT_GE(curves, 2u);  // the advisor's run stored what it learned
+  // --json: the same entries on stdout.
+  args = base(mix);
+  args.insert(args.end(), {"--no-db", "--json", "--policy", "freetrain"});
+  const Result j = run(args);
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out).at(0).at("policy"), "freetrain");
+}
+
+TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
+  const std::string good = write("good.csv", "name,arrival_s,iterations,max_nodes,rescale_s,curve\na,0,1000,4,60,amdahl:0.1:1\n");
+  ASSERT_EQ(run(base(good)).status, 0);
+  const size_t before = cellsched::db::Store::open(db()).list_runs().size();
+  const std::string header = "name,arrival_s,iterations,max_nodes,rescale_s,curve,declared\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {header + "a,0,1000,4,60,amdahl:0.1:1,\na,0,1000,4,60,amdahl:0.1:1,\n", ":3: duplicate name 'a' (first on line 2)"},
+      {header + "a,0,1e300,4,60,amdahl:0.1:1,\n", ":2: iterations must be"},
+      {header + "a,0,1000,4,60,amdahl:nan:1,\n", ":2: amdahl SIGMA must be"},
+      {header + "a,0,1000,4,60,points:1;2,\n", ":2: points curve: 2 throughputs for max_nodes 4"},
+      {header + "a,0,1000,4,60,table:No Such Model,\n", ":2: table: 'No Such Model' has no throughput"},
+      {header + "a,0,1000,0,60,amdahl:0.1:1,\n", ":2: max_nodes must be"},
+      {header, ": no malleable jobs (only a header)"},
+      {"\xEF\xBB\xBFname,arrival_s\n", ":1: expected the header"},
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const std::string f = write("bad" + std::to_string(i) + ".csv", bad[i].first);
+    const Result r = run(base(f));
+    EXPECT_EQ(r.status, 2) << bad[i].second;
+    EXPECT_NE(r.err.find(f + bad[i].second), std::string::npos) << r.err;
+  }
+  for (const std::vector<std::string>& flag :
+       std::vector<std::vector<std::string>>{{"--reclaim", "never"}, {"--grace", "nan"}, {"--walltime-factor", "0.5"},
+                                             {"--milp-time-limit", "inf"}, {"--policy", "gavel"}}) {
+    std::vector<std::string> args = base(good);
+    args.insert(args.end(), flag.begin(), flag.end());
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << flag[0];
+    EXPECT_NE(r.err.find(flag[0] + (flag[0] == "--policy" ? ": unknown host-mode policy" : " must be")), std::string::npos)
+        << r.err;
+  }
+  // A primary job larger than the cluster is named.
+  std::vector<std::string> small = base(good);
+  small[6] = "v100:4";
+  const Result r = run(small);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("nodes of 4 GPUs; the cluster has 1"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+}
+
+}  // namespace

@@ -1,0 +1,135 @@
+// The online scavenger: Slurm's outputs parsed, and `cellsched scavenge
+// --slurm` end to end on a throw-away local Slurm cluster of its own (4
+// nodes): a real primary workload of sbatch'ed sleep jobs, the example
+// trainer as the malleable job, a claim answered by checkpoint and exit.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/executor.h"
+#include "runner/process.h"
+#include "runner/scavenger.h"
+#include "tests/support/subprocess.h"
+
+namespace fs = std::filesystem;
+using namespace cellsched::runner;
+
+namespace {
+
+TEST(ScavengerParse, SinfoSqueueAndTimes) {
+  const auto nodes = parse_sinfo("node1|idle\nnode2|allocated\nnode1|idle\nnode3|planned\n\nbad line\n");
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[2].name, "node3");
+  EXPECT_EQ(nodes[2].state, "planned");
+  const auto jobs = parse_squeue("12|wrap|PENDING|4|2026-12-02T01:06:48|Resources\n"
+                                 "11|wrap|RUNNING|3|2026-12-02T01:03:48|None\n"
+                                 "13|cellsched-scav-hpo-0|PENDING|1|N/A|Priority\n");
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].nodes, 4);
+  EXPECT_EQ(jobs[0].state, "PENDING");
+  EXPECT_DOUBLE_EQ(jobs[0].start_s - jobs[1].start_s, 180);
+  EXPECT_EQ(jobs[2].start_s, -1);
+  EXPECT_EQ(parse_slurm_time("Unknown"), -1);
+  EXPECT_EQ(parse_slurm_time("2026-12-02T01:06:48x"), -1);
+}
+
+using cellsched::testing::slurp;
+
+// Runs argv (argv[0] looked up in PATH, no shell) in `dir`; returns stdout
+// and sets *st. Output goes through files, so daemons it starts hold no pipe.
+std::string run(const fs::path& dir, std::vector<std::string> args, int* st = nullptr) {
+  args[0] = find_executable(args[0]);
+  const cellsched::testing::Result r = cellsched::testing::run_in(args, dir, "cmd");
+  if (st) *st = r.status;
+  return r.out;
+}
+
+std::string field(const std::string& text, const std::string& key) {
+  const auto p = text.find(key + "=");
+  if (p == std::string::npos) return "";
+  const auto e = text.find_first_of(" \n", p);
+  return text.substr(p + key.size() + 1, e - p - key.size() - 1);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+TEST(Scavenger, FillsAHoleAndLeavesWhenTheNodeIsClaimed) {
+  if (find_executable("srun").empty() || find_executable("slurmctld").empty() || geteuid() != 0)
+    GTEST_SKIP() << "Slurm is not installed or this is not root (../shared/slurm/local-cluster.sh install)";
+  const std::string script = std::string(CELLSCHED_SHARED_DATA) + "/../slurm/local-cluster.sh";
+  if (!fs::exists(script)) GTEST_SKIP() << script << " not found";
+#ifdef CELLSCHED_EXAMPLE_TRAINER
+  const std::vector<std::string> trainer = {CELLSCHED_EXAMPLE_TRAINER, "--step-sleep", "0.02"};
+#else
+  const std::vector<std::string> trainer = {std::string(CELLSCHED_TEST_SOURCE) + "/runner/trainer.sh"};
+  setenv("TRAINER_STEP", "0.02", 1);
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("cellsched-scav-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // A cluster of its own (dir, ports, 4 nodes, no GRES), beside the one the
+  // executor test uses; backfill every second so holes are seen at once.
+  std::string tmpl = slurp(std::string(CELLSCHED_SHARED_DATA) + "/../slurm/slurm.conf.in");
+  const std::string sched = "SchedulerType=sched/backfill\n";
+  tmpl.replace(tmpl.find(sched), sched.size(), sched + "SchedulerParameters=bf_interval=1\n");
+  std::ofstream(dir / "slurm.conf.in") << tmpl;
+  const fs::path state_dir = dir / "slurm";
+  setenv("SLURM_LOCAL_DIR", state_dir.c_str(), 1);
+  setenv("SLURM_LOCAL_NODES", "4", 1);
+  setenv("SLURM_LOCAL_GRES", "", 1);
+  setenv("SLURM_LOCAL_CTLD_PORT", "16917", 1);
+  setenv("SLURM_LOCAL_SLURMD_PORT", "16918", 1);
+  setenv("SLURM_LOCAL_TEMPLATE", (dir / "slurm.conf.in").c_str(), 1);
+  int st = 0;
+  run(dir, {"/bin/bash", script, "up"}, &st);
+  if (st != 0) {
+    run(dir, {"/bin/bash", script, "down"});
+    fs::remove_all(dir);
+    GTEST_SKIP() << "the local Slurm cluster cannot start here";
+  }
+  setenv("SLURM_CONF", (state_dir / "etc/slurm.conf").c_str(), 1);
+
+  // The primary workload: A holds 3 nodes for 15 s (it asked for 3 min); B
+  // needs all 4 and is reserved at A's time limit, so node4 is a hole.
+  const std::string a = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N3", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 15"}));
+  for (int i = 0; i < 100 && trim(run(dir, {"squeue", "-h", "-j", a, "-o", "%T"})) != "RUNNING"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string b = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N4", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3"}));
+  std::string jobs = "name,iterations,max_nodes,rescale_s,curve,command\nhpo,1200,4,5,amdahl:0.1";
+  for (const auto& t : trainer) jobs += "," + t;
+  std::ofstream(dir / "jobs.csv") << jobs << "\n";
+  const std::string out = run(dir, {CELLSCHED_BINARY, "scavenge", "--slurm", "--jobs", (dir / "jobs.csv").string(), "--state",
+                               (dir / "state").string(), "--interval", "1", "--grace", "5", "--duration", "120", "--json"},
+                              &st);
+  const std::string ja = run(dir, {"scontrol", "show", "job", "-o", a}), jb = run(dir, {"scontrol", "show", "job", "-o", b});
+  run(dir, {"/bin/bash", script, "down"});
+  ASSERT_EQ(st, 0) << out;
+  const nlohmann::json r = nlohmann::json::parse(out);
+  EXPECT_TRUE(r["jobs"][0]["done"].get<bool>()) << r.dump(2);
+  EXPECT_EQ(r["jobs"][0]["iterations_done"].get<double>(), 1200) << r.dump(2);
+  EXPECT_GE(r["launches"].get<long>(), 2) << r.dump(2);  // in the hole, then again after B
+  EXPECT_EQ(r["claims"].get<long>(), 1) << r.dump(2);
+  EXPECT_LE(r["release_max_s"].get<double>(), 6.0) << r.dump(2);  // left within the grace period
+  // B started within a few seconds of A's end (1 s resolution; the poll is 1 s).
+  const double a_end = parse_slurm_time(field(ja, "EndTime")), b_start = parse_slurm_time(field(jb, "StartTime"));
+  ASSERT_GT(a_end, 0) << ja;
+  ASSERT_GT(b_start, 0) << jb;
+  EXPECT_LE(b_start - a_end, 4) << ja << "\n" << jb;
+  std::cout << "primary job B started " << b_start - a_end << " s after A ended\n";
+  // The first launch sat in the hole with a time limit that ends before B's reservation.
+  const std::string log0 = slurp(dir / "state/hpo/launch-0.log");
+  EXPECT_EQ(log0.find("Requested node configuration is not available"), std::string::npos) << log0;
+  EXPECT_TRUE(fs::exists(dir / "state/hpo/launch-0.pt"));
+  fs::remove_all(dir);
+}
+
+}  // namespace

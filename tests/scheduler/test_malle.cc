@@ -1,0 +1,245 @@
+// Host-scheduler mode (MalleTrain): EASY backfilling, the MILP against brute
+// force, leaving claimed nodes within the grace period, primary jobs never
+// delayed, and the advisor's fit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "scheduler/advisor.h"
+#include "scheduler/hostsched.h"
+#include "scheduler/malle.h"
+#include "scheduler/malle_alloc.h"
+#include "scheduler/milp.h"
+
+namespace cellsched {
+namespace {
+
+HostJob hj(int64_t id, double arrival, int nodes, double runtime) { return {id, arrival, nodes, runtime, runtime}; }
+
+TEST(EasyBackfill, HeadReservesAndShortJobsBackfill) {
+  // 4 nodes. A takes 2 until 100; B (4 nodes) waits with a reservation at 100;
+  // C (2 nodes, 50 s) ends before it and backfills; D (2 nodes, 200 s) would
+  // delay B, so it waits until B is done.
+  const std::vector<HostJob> jobs = {hj(0, 0, 2, 100), hj(1, 0, 4, 50), hj(2, 0, 2, 50), hj(3, 0, 2, 200)};
+  EXPECT_EQ(host_only_starts(jobs, 4), (std::vector<double>{0, 100, 0, 150}));
+}
+
+TEST(EasyBackfill, LongJobsBackfillOnlyOnNodesTheHeadDoesNotNeed) {
+  // 4 nodes. A holds 3 until 100; B needs 2 (shadow 100, 2 spare then: 1 idle
+  // now + 3 freed - 2). C (1 node, 1000 s) runs past the shadow but fits in the spare.
+  const std::vector<HostJob> jobs = {hj(0, 0, 3, 100), hj(1, 0, 2, 10), hj(2, 0, 1, 1000)};
+  EXPECT_EQ(host_only_starts(jobs, 4), (std::vector<double>{0, 100, 0}));
+}
+
+TEST(EasyBackfill, PredictsIdleNodesClaimedAtTheShadowTime) {
+  EasyBackfill host(4);
+  host.submit(hj(0, 0, 3, 100));
+  host.submit(hj(1, 0, 4, 10));
+  ASSERT_EQ(host.schedule(0).size(), 1u);
+  const std::vector<double> claims = host.predicted_claims(0);
+  ASSERT_EQ(host.idle_nodes(), 1);
+  for (int n = 0; n < 4; ++n) EXPECT_DOUBLE_EQ(claims[n], host.owner()[n] == -1 ? 100 : 0);
+  host.finish(0);
+  host.schedule(100);
+  EXPECT_EQ(host.idle_nodes(), 0);
+}
+
+TEST(Milp, IntegralityMatters) {
+  // max 5x + 4y, 6x + 4y <= 9, x, y in {0, 1, 2}: the LP relaxation gives
+  // 8.83 (y = 2, x = 1/6), the integer optimum is 8 (y = 2).
+  MixedIntegerProgram mip;
+  mip.lp.maximize = true;
+  const int x = mip.lp.add_var(5, 0, 2), y = mip.lp.add_var(4, 0, 2);
+  mip.lp.add_row(-kLpInf, 9, {x, y}, {6, 4});
+  mip.integer = {true, true};
+  const MilpSolution s = solve_milp(mip);
+  EXPECT_TRUE(s.optimal);
+  EXPECT_DOUBLE_EQ(s.objective, 8);
+  EXPECT_EQ(s.x, (std::vector<double>{0, 2}));
+}
+
+double brute_force(const std::vector<AllocClass>& classes, const std::vector<AllocJob>& jobs) {
+  double best = 0;
+  std::vector<int> used(classes.size(), 0);
+  std::function<void(size_t, double)> go = [&](size_t j, double value) {
+    if (j == jobs.size()) {
+      best = std::max(best, value);
+      return;
+    }
+    go(j + 1, value);  // not run
+    for (size_t c = 0; c < classes.size(); ++c)
+      for (int n : candidate_sizes(jobs[j], classes[c].nodes)) {
+        if (used[c] + n > classes[c].nodes) continue;
+        used[c] += n;
+        go(j + 1, value + alloc_value(classes, jobs[j], static_cast<int>(c), n));
+        used[c] -= n;
+      }
+  };
+  go(0, 0);
+  return best;
+}
+
+TEST(MalleAlloc, MilpMatchesBruteForceOnSmallCases) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<AllocClass> classes;
+    const int nc = 1 + static_cast<int>(u(rng) * 2);
+    for (int c = 0; c < nc; ++c) classes.push_back({100 + u(rng) * 3000, 1 + static_cast<int>(u(rng) * 8)});
+    std::vector<AllocJob> jobs;
+    const int nj = 1 + static_cast<int>(u(rng) * 4);
+    for (int j = 0; j < nj; ++j) {
+      AllocJob a;
+      a.curve = amdahl_curve(1 + u(rng) * 5, u(rng) * 0.5, 1 + static_cast<int>(u(rng) * 8));
+      a.rescale_s = u(rng) * 400;
+      a.remaining = u(rng) < 0.3 ? a.curve.at(1) * 500 : 0;
+      if (u(rng) < 0.4) {
+        a.current_class = static_cast<int>(u(rng) * nc);
+        a.current_nodes = std::min(classes[a.current_class].nodes, 1 + static_cast<int>(u(rng) * 4));
+        a.current_nodes = std::min(a.current_nodes, a.curve.max_nodes());
+      }
+      jobs.push_back(a);
+    }
+    AllocStats st;
+    const std::vector<AllocChoice> choice = allocate_milp(classes, jobs, 5, &st);
+    double value = 0;
+    std::vector<int> used(classes.size(), 0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (choice[j].nodes == 0) continue;
+      used[choice[j].cls] += choice[j].nodes;
+      value += alloc_value(classes, jobs[j], choice[j].cls, choice[j].nodes);
+    }
+    for (size_t c = 0; c < classes.size(); ++c) EXPECT_LE(used[c], classes[c].nodes);
+    EXPECT_NEAR(value, brute_force(classes, jobs), 1e-6 * std::max(1.0, value)) << "trial " << trial;
+    // The greedy never beats the optimum.
+    double g = 0;
+    const std::vector<AllocChoice> greedy = allocate_greedy(classes, jobs);
+    for (size_t j = 0; j < jobs.size(); ++j)
+      if (greedy[j].nodes > 0) g += alloc_value(classes, jobs[j], greedy[j].cls, greedy[j].nodes);
+    EXPECT_LE(g, value + 1e-6);
+  }
+}
+
+TEST(MalleAlloc, ShortWindowsAreNotWorthARescale) {
+  const std::vector<AllocClass> classes = {{50, 4}};  // 50 s left
+  AllocJob a;
+  a.curve = amdahl_curve(1, 0.1, 4);
+  a.rescale_s = 60;
+  EXPECT_EQ(allocate_milp(classes, {a}, 1)[0].nodes, 0);
+  a.current_class = 0;  // already there: staying costs nothing
+  a.current_nodes = 2;
+  EXPECT_EQ(allocate_milp(classes, {a}, 1)[0], (AllocChoice{0, 2}));
+}
+
+MalleableJob mj(int64_t id, int max_nodes, double sigma, double iterations, double rescale) {
+  MalleableJob j;
+  j.id = id;
+  j.name = "m" + std::to_string(id);
+  j.iterations = iterations;
+  j.rescale_s = rescale;
+  j.truth = amdahl_curve(1, sigma, max_nodes);
+  j.declared = j.truth;
+  return j;
+}
+
+TEST(MalleSim, LeavesAReservedNodeWithinTheGracePeriod) {
+  // 2 nodes: A holds one until 1000, B (2 nodes) is reserved at 1000, so the
+  // other node idles until then. The malleable job runs there and leaves at
+  // 1000 - grace, checkpointed: nothing lost, nobody delayed.
+  const std::vector<HostJob> primary = {hj(0, 0, 1, 1000), hj(1, 0, 2, 500)};
+  MalleOptions o;
+  o.grace_s = 60;
+  for (MallePolicy p : {MallePolicy::malletrain, MallePolicy::freetrain}) {
+    const MalleResult r = simulate_malleable(primary, 2, {mj(0, 2, 0.1, 1e9, 10)}, p, o);
+    EXPECT_EQ(r.unannounced_claims, 0) << malle_policy_name(p);
+    EXPECT_DOUBLE_EQ(r.lost_iterations, 0);
+    EXPECT_DOUBLE_EQ(r.primary_delay_max_s, 0);
+    EXPECT_NEAR(r.malleable_node_s, 940, 1e-6);  // held 0..940
+    EXPECT_NEAR(r.useful_node_s, 930, 1e-6);     // after the 10 s start
+    EXPECT_NEAR(r.idle_node_s, 1000, 1e-6);
+    EXPECT_DOUBLE_EQ(r.span_s, 1500);
+  }
+}
+
+std::vector<HostJob> random_workload(uint64_t seed, int n, int nodes) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<HostJob> jobs;
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    t += u(rng) * 600;
+    const double runtime = 60 + u(rng) * 7200;
+    jobs.push_back({i, t, 1 + static_cast<int>(u(rng) * nodes), runtime, runtime * (1 + u(rng))});
+  }
+  return jobs;
+}
+
+TEST(MalleSim, PrimaryJobsAreNeverDelayedAndClaimsWithoutNoticeCostWorkNotTime) {
+  const std::vector<HostJob> primary = random_workload(3, 120, 8);
+  const std::vector<MalleableJob> mix = {mj(0, 8, 0.05, 1e9, 30), mj(1, 4, 0.3, 1e9, 90), mj(2, 2, 0.0, 1e9, 60)};
+  MalleOptions o;
+  long claims = 0;
+  for (MallePolicy p : {MallePolicy::malletrain, MallePolicy::freetrain, MallePolicy::advisor}) {
+    const MalleResult r = simulate_malleable(primary, 8, mix, p, o);
+    EXPECT_DOUBLE_EQ(r.primary_delay_max_s, 0) << malle_policy_name(p);
+    EXPECT_GT(r.idle_node_s, 0);
+    EXPECT_GT(r.idle_node_time_used(), 0.3);
+    EXPECT_LE(r.malleable_node_s, r.idle_node_s + 1e-6);  // never on a node the primary holds
+    EXPECT_LE(r.useful_node_s, r.malleable_node_s + 1e-6);
+    claims += r.unannounced_claims;
+    if (r.unannounced_claims > 0) {
+      EXPECT_GT(r.lost_iterations, 0);
+    }
+  }
+  ASSERT_GT(claims, 0);  // walltimes overestimate: jobs end early and claims come unannounced
+  // Waiting for the malleable job to checkpoint instead loses nothing and delays the primary.
+  o.reclaim = Reclaim::wait;
+  const MalleResult w = simulate_malleable(primary, 8, mix, MallePolicy::freetrain, o);
+  EXPECT_DOUBLE_EQ(w.lost_iterations, 0);
+  if (w.unannounced_claims > 0) {
+    EXPECT_GT(w.primary_delay_max_s, 0);
+  }
+}
+
+TEST(Advisor, FitsAmdahlExactlyFromTwoSizesAndCloselyWithNoise) {
+  const ScalingCurve truth = amdahl_curve(3, 0.2, 16);
+  ScalingAdvisor exact(16);
+  exact.add_sample(2, truth.at(2));
+  EXPECT_DOUBLE_EQ(exact.sigma(), 0.1);  // one size: the prior's shape
+  exact.add_sample(8, truth.at(8));
+  EXPECT_NEAR(exact.sigma(), 0.2, 1e-9);
+  EXPECT_NEAR(exact.t1(), 3, 1e-9);
+  EXPECT_LT(curve_error(exact.curve(), truth), 1e-9);
+  // 3 % noise, three samples at 1, 2 and 4 nodes: within 10 % up to 8 nodes
+  // in most trials (extrapolating further spreads the noise).
+  const ScalingCurve truth8 = amdahl_curve(3, 0.2, 8);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.03);
+  int within = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    ScalingAdvisor a(8);
+    for (int n : {1, 2, 4}) a.add_sample(n, truth8.at(n) * (1 + noise(rng)));
+    within += curve_error(a.curve(), truth8) <= 0.10;
+  }
+  EXPECT_GE(within, 40);
+}
+
+TEST(Advisor, LearnsCurvesOnlineWithinAFewWindows) {
+  const std::vector<HostJob> primary = random_workload(5, 150, 16);
+  std::vector<MalleableJob> mix;
+  for (int j = 0; j < 4; ++j) mix.push_back(mj(j, 8, 0.05 * (j + 1), 1e9, 30));
+  const MalleResult r = simulate_malleable(primary, 16, mix, MallePolicy::advisor, MalleOptions{});
+  ASSERT_EQ(r.curves.size(), mix.size());
+  for (const LearnedCurve& c : r.curves) {
+    EXPECT_GE(c.samples, 2) << c.name;
+    EXPECT_GE(c.error, 0);
+    EXPECT_LT(c.error, 0.25) << c.name;
+  }
+  const MalleResult oracle = simulate_malleable(primary, 16, mix, MallePolicy::malletrain, MalleOptions{});
+  EXPECT_GT(r.malleable_throughput(), 0.85 * oracle.malleable_throughput());
+}
+
+}  // namespace
+}  // namespace cellsched
