@@ -45,24 +45,23 @@ struct Ctx {
 
 constexpr double kMaxIterations = 9007199254740992.0;  // 2^53
 
-ScalingCurve table_curve(const Ctx& c, const std::string& job_type, int max_nodes, const ThroughputTable& table,
-                         const Cluster& cluster) {
-  TableOracle oracle(table);
-  Job job;
-  job.job_type = job_type;
+// Iterations/s at 1..max_nodes whole nodes from `oracle` (consolidated on one node).
+ScalingCurve oracle_curve(const Ctx& c, const Job& job, int max_nodes, const ThroughputOracle& oracle,
+                          const Cluster& cluster) {
   const Node& node = cluster.nodes.front();
   ScalingCurve curve;
   for (int n = 1; n <= max_nodes; ++n) {
     const double t = oracle.throughput(job, node.gpu_type, n * node.gpus, n == 1);
-    if (!(t > 0)) c.fail("table: '" + job_type + "' has no throughput on " + node.gpu_type + " at " +
-                         std::to_string(n * node.gpus) + " GPUs in " + table.source);
+    if (!(t > 0) || !std::isfinite(t))
+      c.fail("'" + job.job_type + "' has no throughput on " + node.gpu_type + " at " + std::to_string(n * node.gpus) +
+             " GPUs in " + oracle.source());
     curve.thr.push_back(t);
   }
   return curve;
 }
 
 ScalingCurve parse_curve(const Ctx& c, std::string_view spec, int max_nodes, const ThroughputTable& table,
-                         const Cluster& cluster) {
+                         const ThroughputOracle& oracle, const Cluster& cluster) {
   spec = trim(spec);
   auto positive = [&](std::string_view f, const char* what, double lo, double hi) {
     const auto v = detail::to_double(f);
@@ -86,8 +85,21 @@ ScalingCurve parse_curve(const Ctx& c, std::string_view spec, int max_nodes, con
              std::to_string(max_nodes) + " (give one per node count 1..max_nodes)");
     return curve;
   }
-  if (spec.rfind("table:", 0) == 0) return table_curve(c, std::string(trim(spec.substr(6))), max_nodes, table, cluster);
-  c.fail("unknown curve '" + std::string(spec) + "' (amdahl:SIGMA:T1, points:T1;T2;..., table:JOB TYPE)");
+  if (spec.rfind("table:", 0) == 0 || spec.rfind("oracle:", 0) == 0) {
+    const bool from_table = spec.front() == 't';
+    Job job;
+    job.job_type = std::string(trim(spec.substr(from_table ? 6 : 7)));
+    if (const auto at = job.job_type.rfind('@'); !from_table && at != std::string::npos) {  // model@batch
+      const auto batch = detail::to_int(std::string_view(job.job_type).substr(at + 1));
+      if (!batch || *batch < 1 || *batch > 1000000) c.fail("oracle curve: bad batch in '" + job.job_type + "'");
+      job.model = job.job_type.substr(0, at);
+      job.batch_size = static_cast<int>(*batch);
+    }
+    if (from_table) return oracle_curve(c, job, max_nodes, TableOracle(table), cluster);
+    return oracle_curve(c, job, max_nodes, oracle, cluster);
+  }
+  c.fail("unknown curve '" + std::string(spec) +
+         "' (amdahl:SIGMA:T1, points:T1;T2;..., table:JOB TYPE, oracle:JOB TYPE or oracle:MODEL@BATCH)");
 }
 
 std::vector<MalleableJob> generate_mix(long n, double hours, uint64_t seed, int cluster_nodes) {
@@ -113,7 +125,7 @@ std::vector<MalleableJob> generate_mix(long n, double hours, uint64_t seed, int 
 }  // namespace
 
 std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const ThroughputTable& table,
-                                             const Cluster& cluster, uint64_t seed) {
+                                             const ThroughputOracle& oracle, const Cluster& cluster, uint64_t seed) {
   const int cluster_nodes = static_cast<int>(cluster.nodes.size());
   if (spec.rfind("generate:", 0) == 0) {
     const auto parts = detail::split(std::string_view(spec).substr(9), ':');
@@ -164,8 +176,8 @@ std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const Thro
       c.fail("max_nodes must be a whole number in [1, 100000], got '" + std::string(trim(f[3])) + "'");
     const int nmax = static_cast<int>(std::min<long long>(*max_nodes, cluster_nodes));
     j.rescale_s = number(f[4], "rescale_s", 0, 86400);
-    j.truth = parse_curve(c, f[5], static_cast<int>(*max_nodes), table, cluster);
-    j.declared = trim(f[6]).empty() ? j.truth : parse_curve(c, f[6], static_cast<int>(*max_nodes), table, cluster);
+    j.truth = parse_curve(c, f[5], static_cast<int>(*max_nodes), table, oracle, cluster);
+    j.declared = trim(f[6]).empty() ? j.truth : parse_curve(c, f[6], static_cast<int>(*max_nodes), table, oracle, cluster);
     j.truth.thr.resize(nmax);
     j.declared.thr.resize(nmax);
     jobs.push_back(std::move(j));

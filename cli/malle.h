@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "cli/inputs.h"
 #include "core/throughput.h"
+#include "scheduler/oracle.h"
 #include "scheduler/malle.h"
 
 namespace cellsched::cli {
@@ -29,13 +30,15 @@ inline constexpr const char* kHostModePolicies = "malletrain,freetrain,malletrai
 // Reads a malleable mix: CSV with the header
 // `name,arrival_s,iterations,max_nodes,rescale_s,curve,declared`; a curve is
 // `amdahl:SIGMA:T1`, `points:T1;T2;...` (iterations/s at 1, 2, ... nodes) or
-// `table:JOB TYPE` (the throughput table at that many nodes' GPUs); an empty
+// `table:JOB TYPE` (the throughput table at that many nodes' GPUs) or
+// `oracle:JOB TYPE` / `oracle:MODEL@BATCH` (the run's oracle: the table, or
+// tuned cells with --oracle cells); an empty
 // `declared` is the curve itself. `generate:N[:HOURS]` draws N jobs with
 // `seed`: Amdahl sigma 0.01-0.3, 1-10 iterations/s on one node, up to 4-32
 // nodes, rescales of 30-120 s, HOURS/10..HOURS (default 500) of one-node work.
 // Throws InputError with file:line.
 std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const ThroughputTable& table,
-                                             const Cluster& cluster, uint64_t seed);
+                                             const ThroughputOracle& oracle, const Cluster& cluster, uint64_t seed);
 
 // Rigid node jobs from a trace: ceil(GPUs / GPUs per node) nodes, the
 // trace's duration (else iterations at the table's throughput), walltime =

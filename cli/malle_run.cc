@@ -185,7 +185,7 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
                        std::to_string(n.gpus) + " GPUs, " + in.cluster.nodes.front().name + " " +
                        std::to_string(in.cluster.nodes.front().gpus) + ")");
   const std::vector<HostJob> primary = host_jobs_from_trace(in.trace, in.cluster, *in.oracle, ha.walltime_factor);
-  const std::vector<MalleableJob> mix = load_malleable_mix(ha.malleable, in.table, in.cluster, ra.seed);
+  const std::vector<MalleableJob> mix = load_malleable_mix(ha.malleable, in.table, *in.oracle, in.cluster, ra.seed);
   if (vm.count("out")) {
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);

@@ -45,7 +45,8 @@ TEST_F(HostMode, ComparesTheThreePoliciesWritesFilesAndStoresCurves) {
                                 "hpo-1,0,50000000,8,60,amdahl:0.05:4,\n"
                                 "hpo-2,0,50000000,4,30,points:2;3.8;5.4;6.8,\n"
                                 "nas,3600,50000000,8,90,amdahl:0.25:2,amdahl:0:2\n"
-                                "resnet,0,50000000,4,60,table:ResNet-50 (batch size 64),\n");
+                                "resnet,0,50000000,4,60,table:ResNet-50 (batch size 64),\n"
+                                "lm,0,50000000,4,60,oracle:LM (batch size 20),\n");
   std::vector<std::string> args = base(mix);
   args.insert(args.end(), {"--out", (dir_ / "out").string()});
   const Result r = run(args);
@@ -94,7 +95,8 @@ TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
       {header + "a,0,1e300,4,60,amdahl:0.1:1,\n", ":2: iterations must be"},
       {header + "a,0,1000,4,60,amdahl:nan:1,\n", ":2: amdahl SIGMA must be"},
       {header + "a,0,1000,4,60,points:1;2,\n", ":2: points curve: 2 throughputs for max_nodes 4"},
-      {header + "a,0,1000,4,60,table:No Such Model,\n", ":2: table: 'No Such Model' has no throughput"},
+      {header + "a,0,1000,4,60,table:No Such Model,\n", ":2: 'No Such Model' has no throughput"},
+      {header + "a,0,1000,4,60,oracle:gpt@x,\n", ":2: oracle curve: bad batch"},
       {header + "a,0,1000,0,60,amdahl:0.1:1,\n", ":2: max_nodes must be"},
       {header, ": no malleable jobs (only a header)"},
       {"\xEF\xBB\xBFname,arrival_s\n", ":1: expected the header"},
