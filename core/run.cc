@@ -103,7 +103,9 @@ std::vector<std::pair<std::string, double>> metric_pairs(const RunMetrics& m) {
 
 RunMetrics metrics_from_pairs(const std::vector<std::pair<std::string, double>>& pairs) {
   RunMetrics m;
-  for (const auto& [name, value] : pairs) {
+  for (const auto& pair : pairs) {
+    const std::string& name = pair.first;  // (not a structured binding: clang 14 cannot capture one)
+    const double value = pair.second;
     bool known = false;
     for_each_field(m, [&](const char* field, auto& v) {
       if (!known && name == field) {

@@ -49,9 +49,11 @@ bool top_level_elements(std::string_view s, std::vector<Span>& out, size_t& bad)
         --depth;
       } else if (c == ',' && depth == 0) break;
     }
-    if (i >= s.size() || in_string) return bad = begin, false;
+    // A '}' closing nothing, or an empty element (`[,`): not an array of values.
+    if (i >= s.size() || in_string || s[i] == '}' || i == begin) return bad = begin, false;
     out.push_back({begin, i});
-    if (s[i] == ',') ++i;
+    if (s[i] == ']') return true;
+    ++i;  // the ','
   }
 }
 

@@ -18,6 +18,13 @@ void ScalingAdvisor::add_sample(int nodes, double throughput) {
   refit();
 }
 
+void ScalingAdvisor::replace_last(int nodes, double throughput) {
+  if (samples_.empty()) return add_sample(nodes, throughput);
+  if (nodes < 1 || !(throughput > 0) || !std::isfinite(throughput)) return;
+  samples_.back() = {nodes, throughput};
+  refit();
+}
+
 int ScalingAdvisor::distinct_sizes() const {
   std::set<int> s;
   for (const auto& [n, t] : samples_) s.insert(n);

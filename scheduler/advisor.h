@@ -29,6 +29,8 @@ class ScalingAdvisor {
       : max_nodes_(max_nodes), prior_sigma_(prior_sigma) {}
 
   void add_sample(int nodes, double throughput);
+  // Replaces the newest sample (a longer measurement of the same window).
+  void replace_last(int nodes, double throughput);
   int samples() const { return static_cast<int>(samples_.size()); }
   int distinct_sizes() const;
   bool sampled(int nodes) const;

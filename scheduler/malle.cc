@@ -38,6 +38,7 @@ struct MState {
   double busy_until = 0;      // restarting at a new size until then
   double seg_productive = 0;  // productive seconds in this window
   bool seg_sampled = false;
+  int windows_sampled = 0;    // windows that ended with a sample
   ScalingAdvisor advisor{1};
   double error_after_3 = -1;
 };
@@ -107,12 +108,17 @@ double Sim::next_event(double t) const {
   return std::max(e, t);
 }
 
+// The advisor measures a window's throughput over its productive time so
+// far: relative noise advisor_noise over probe_s seconds, falling with the
+// square root of a longer measurement.
 void Sim::sample(MState& s) {
   const int n = static_cast<int>(s.nodes.size());
-  std::normal_distribution<double> noise(0.0, o_.advisor_noise);
-  s.advisor.add_sample(n, s.job->truth.at(n) * std::max(0.5, 1 + noise(rng_)));
+  const double sd = o_.advisor_noise * std::sqrt(o_.probe_s / std::max(o_.probe_s, s.seg_productive));
+  std::normal_distribution<double> noise(0.0, sd);
+  const double measured = s.job->truth.at(n) * std::max(0.5, 1 + noise(rng_));
+  if (s.seg_sampled) s.advisor.replace_last(n, measured);
+  else s.advisor.add_sample(n, measured);
   s.seg_sampled = true;
-  if (s.advisor.samples() == 3) s.error_after_3 = curve_error(s.advisor.curve(), s.job->truth);
 }
 
 void Sim::advance(double t0, double t1) {
@@ -150,7 +156,9 @@ void Sim::advance(double t0, double t1) {
 }
 
 void Sim::end_window(MState& s) {
-  if (policy_ == MallePolicy::advisor && !s.seg_sampled && !s.nodes.empty() && s.seg_productive > 0) sample(s);
+  if (policy_ != MallePolicy::advisor || s.nodes.empty() || s.seg_productive <= 0) return;
+  if (!s.seg_sampled || s.seg_productive > 2 * o_.probe_s) sample(s);  // the whole window's measurement
+  if (++s.windows_sampled == 3) s.error_after_3 = curve_error(s.advisor.curve(), s.job->truth);
 }
 
 void Sim::stop(size_t j, bool lose_work) {
@@ -324,6 +332,7 @@ MalleResult Sim::run() {
     if (o_.progress) o_.progress(t, r_.malleable_completed, r_.malleable_jobs);
     if (events > 100'000'000) throw std::runtime_error("host-mode simulation: more than 1e8 events");
   }
+  for (MState& s : m_) end_window(s);  // the windows still open at the end
   double sum = 0;
   long counted = 0;
   for (size_t i = 0; i < primary_.size(); ++i) {

@@ -220,7 +220,8 @@ TEST(SlurmExecutor, RunsJobsOnTheLocalCluster) {
                         "--until-idle", "--policy", "hadar", "--grace", "3"},
                        "runner.log");
   EXPECT_EQ(st, 0) << slurp(r.dir / "runner.log");
-  for (const auto& j : r.status()["jobs"]) EXPECT_EQ(j["state"], "done") << j.dump(2) << slurp(r.dir / "runner.log");
+  const nlohmann::json final_status = r.status();  // (a temporary's element would dangle in the loop)
+  for (const auto& j : final_status["jobs"]) EXPECT_EQ(j["state"], "done") << j.dump(2) << slurp(r.dir / "runner.log");
   // The processes ran under srun with the GRES the runner asked for.
   std::string logs;
   for (const auto& e : fs::recursive_directory_iterator(r.dir))

@@ -138,6 +138,11 @@ TEST(PhillyRaw, BadJobsNameFileAndLine) {
   const std::string open = d.write("open.json", "[\n" + ok + ",\n{\"status\": \"Pass\"\n");
   EXPECT_NE(input_error([&] { load_trace(open, ro); }).find(open + ":3: expected a JSON list"),
             std::string::npos);
+  // A '}' closing nothing or an empty element (found by fuzz_trace: it looped, growing without bound).
+  for (const char* bad : {"[}", "[\n" R"({"status": "Pass"}})" "\n]", "[,]", "[ {\"a\": 1},,]"}) {
+    const std::string p = d.write("stray.json", bad);
+    EXPECT_NE(input_error([&] { load_trace(p, ro); }).find("expected a JSON list"), std::string::npos) << bad;
+  }
   // A UTF-8 BOM and CRLF line ends read the same.
   const std::string crlf = d.write("crlf.json", "\xEF\xBB\xBF[\r\n" + ok + "\r\n]\r\n");
   EXPECT_EQ(load_trace(crlf, ro).format, "philly-raw");
