@@ -424,7 +424,16 @@ ModelSpec load_model_yaml(const std::string& path) {
         m.torchscript_path = (std::filesystem::path(path).parent_path() / val).string();
     } else if (auto it = ints.find(key); it != ints.end()) {
       const auto n = detail::to_int(val);
-      if (!n || *n < 0 || *n > (1LL << 30)) fail_input(path, line_of(v), "'" + key + "' must be a non-negative integer, got '" + val + "'");
+      if (!n || *n < 0) fail_input(path, line_of(v), "'" + key + "' must be a non-negative integer, got '" + val + "'");
+      // Past the largest real models by a wide margin, and small enough that
+      // the layer list, the profiler's tensors and the estimator stay bounded
+      // (a num_layers of 388 million hung the reader: found by fuzz_model).
+      static const std::map<std::string, long long> most = {
+          {"hidden", 65536},  {"num_layers", 1024}, {"heads", 1024},   {"seq", 1 << 20},
+          {"vocab", 10000000}, {"experts", 4096},   {"top_k", 64},     {"depth", 1000},
+          {"width_factor", 64}, {"image", 4096},    {"classes", 1000000}, {"bytes_per_value", 8}};
+      if (*n > most.at(key))
+        fail_input(path, line_of(v), "'" + key + "' must be at most " + std::to_string(most.at(key)) + ", got " + val);
       m.*(it->second) = static_cast<int>(*n);
     } else {
       fail_input(path, line, "unknown field '" + key + "'");

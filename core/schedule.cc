@@ -41,6 +41,8 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
     long line = 1;
     for (size_t i = 0; i < e.byte && i < text.size(); ++i) line += text[i] == '\n';
     fail_input(file, line, std::string("not JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double (found by fuzz_schedule)
+    fail_input(file, 0, std::string("not JSON: ") + e.what());
   }
   // The line each entry starts on: entries are the only objects with a
   // "job_id" key, in file order (nlohmann's DOM keeps no positions).

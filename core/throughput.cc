@@ -153,6 +153,8 @@ ThroughputTable load_gavel_throughputs(const std::string& path) {
     if (what.rfind("parse error at line ", 0) == 0)
       if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
     fail_input(path, line_at(text, byte), "invalid JSON: " + what);
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    fail_input(path, 0, std::string("invalid JSON: ") + e.what());
   }
   if (!doc.is_object())
     fail_input(path, 1, "expected an object {worker_type: {\"('<JobType>', <sf>)\": {...}}}");

@@ -124,6 +124,8 @@ void read_philly_raw(const std::string& path, std::string_view text,
     } catch (const json::parse_error& e) {
       fail_input(path, line_at(sp.begin + std::min<size_t>(e.byte ? e.byte - 1 : 0, sp.end - sp.begin)),
                  std::string("bad JSON: ") + e.what());
+    } catch (const json::exception& e) {  // e.g. a number too large for a double
+      fail_input(path, line, std::string("bad JSON: ") + e.what());
     }
     if (!o.is_object()) c.fail("a job must be a JSON object");
     const auto id = o.find("jobid");

@@ -122,6 +122,9 @@ TEST_F(ModelYaml, BadInputNamesFileAndLine) {
       {"hidden: 64\n", "missing field 'family'"},
       {"family: [gpt\n", ":"},
       {"family: gpt\nattention: flash2\n", ":2: attention must be auto, fused or unfused"},
+      // Sizes past any real model (the profiler used to die allocating; a huge num_layers hung the reader).
+      {"family: gpt\nhidden: 2000000\n", ":2: 'hidden' must be at most 65536, got 2000000"},
+      {"family: gpt\nnum_layers: 00000000000000000000000000000000000000388369800\n", ":2: 'num_layers' must be at most 1024"},
   };
   for (const auto& [text, want] : cases) {
     const std::string p = write(text);

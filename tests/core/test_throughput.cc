@@ -107,6 +107,9 @@ TEST(ThroughputGavel, ErrorsNameFileAndLine) {
                             dir.path("missing.json") + ": cannot open");
   const std::string empty = dir.write("empty.json", "{}");
   EXPECT_INPUT_ERROR_PREFIX(load_gavel_throughputs(empty), empty + ": ");
+  // A number too large for a double is nlohmann's out_of_range, not a parse error (fuzz_schedule found it there).
+  const std::string huge = dir.write("huge.json", "{\"v100\": {\"('A', 1)\": {\"null\": 1e999}}}");
+  EXPECT_INPUT_ERROR_PREFIX(load_gavel_throughputs(huge), huge + ": invalid JSON");
 }
 
 TEST(ThroughputGavel, SplitJobType) {

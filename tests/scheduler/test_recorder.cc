@@ -141,6 +141,8 @@ TEST(Schedule, JsonRoundTripsAndBadFilesAreInputErrors) {
     EXPECT_EQ(std::string(e.what()).rfind("bad.json:3:", 0), 0u) << e.what();
   }
   EXPECT_THROW(schedule_from_json("{\"format\": \"other\"}", "x.json"), InputError);
+  // A number too large for a double (found by fuzz_schedule: it escaped as nlohmann's out_of_range).
+  EXPECT_THROW(schedule_from_json("{\"entries\": [{\"end_s\": 64.36E208245706686}]}", "big.json"), InputError);
 }
 
 TEST(Replay, ReplayingARecordedScheduleReproducesTheRun) {
