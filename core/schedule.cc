@@ -55,6 +55,15 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
     }
   }
   long at = 0;  // the entry being read, for errors the JSON library raises
+  // A count or index read as a JSON number: whole and in range (a get<int>
+  // of 1e82 is undefined behaviour: found by fuzz_schedule under UBSan).
+  auto whole = [&](const nlohmann::json& v, const std::string& name, double most) -> long long {
+    const double d = v.is_number() ? v.get<double>() : -1;
+    if (!v.is_number() || !(d >= 0 && d <= most) || d != std::floor(d))
+      fail_input(file, at, name + " must be a whole number in [0, " + std::to_string(static_cast<long long>(most)) +
+                               "], got " + v.dump());
+    return static_cast<long long>(d);
+  };
   try {
     if (j.value("format", "") != "cellsched-schedule-1")
       fail_input(file, 0, "not a cellsched schedule (format must be cellsched-schedule-1)");
@@ -70,11 +79,11 @@ Schedule schedule_from_json(const std::string& text, const std::string& file) {
       ScheduleEntry x;
       x.line = s.entries.size() < entry_lines.size() ? entry_lines[s.entries.size()] : 0;
       at = x.line;
-      x.job_id = e.at("job_id").get<int64_t>();
-      x.copy = e.at("copy").get<int>();
+      x.job_id = whole(e.at("job_id"), "job_id", 9007199254740992.0);
+      x.copy = static_cast<int>(whole(e.at("copy"), "copy", 1e6));
       x.node = e.at("node").get<std::string>();
       x.gpu_type = e.at("gpu_type").get<std::string>();
-      x.gpu_indices = e.at("gpu_indices").get<std::vector<int>>();
+      for (const auto& g : e.at("gpu_indices")) x.gpu_indices.push_back(static_cast<int>(whole(g, "gpu_indices", 1e6)));
       x.start_s = e.at("start_s").get<double>();
       x.end_s = e.at("end_s").get<double>();
       x.plan = e.value("plan", "");

@@ -143,6 +143,12 @@ TEST(Schedule, JsonRoundTripsAndBadFilesAreInputErrors) {
   EXPECT_THROW(schedule_from_json("{\"format\": \"other\"}", "x.json"), InputError);
   // A number too large for a double (found by fuzz_schedule: it escaped as nlohmann's out_of_range).
   EXPECT_THROW(schedule_from_json("{\"entries\": [{\"end_s\": 64.36E208245706686}]}", "big.json"), InputError);
+  // ... and a count that is not a whole number in range (get<int> of 1e82 was undefined behaviour).
+  std::string big = schedule_to_json(r.schedule);
+  const auto id = big.find("\"job_id\": ");
+  ASSERT_NE(id, std::string::npos);
+  big.replace(id, 10, "\"job_id\": 1e82, \"x\": ");
+  EXPECT_THROW(schedule_from_json(big, "big.json"), InputError);
 }
 
 TEST(Replay, ReplayingARecordedScheduleReproducesTheRun) {
