@@ -196,7 +196,7 @@ TEST(Replay, BadEntriesNameFileAndLine) {
   expect(s, "GPU index 99 is not on node");
   s = r.schedule;
   s.entries[0].gpu_indices = {-1};
-  expect(s, "GPU index -1 is not on node");
+  expect(s, "gpu_indices must be a whole number in [0, 1000000], got -1");
   s = r.schedule;
   s.entries[0].gpu_type = "h100";
   expect(s, "gpu_type 'h100' but node");
@@ -207,7 +207,7 @@ TEST(Replay, BadEntriesNameFileAndLine) {
   expect(s, "while job");
   s = r.schedule;
   s.entries[0].job_id = -5;
-  expect(s, "job_id must not be negative");
+  expect(s, "job_id must be a whole number in [0, 9007199254740992], got -5");
 }
 
 TEST(Replay, UnknownNodeIsBadInput) {
