@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <cmath>
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,5 +187,14 @@ std::string printable(std::string s) {
 }
 
 std::string hours(double seconds) { return seconds < 0 ? "-" : fixed(seconds / 3600.0, 2); }
+
+}  // namespace cellsched::cli
+
+namespace cellsched::cli {
+
+void check_flag_range(const char* flag, double v, double lo, double hi) {
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
+}
 
 }  // namespace cellsched::cli

@@ -94,6 +94,8 @@ class Table {
 std::string fixed(double v, int decimals);
 // %g: short, and nan/inf as such (for messages about bad numbers).
 std::string num(double v);
+// Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
+void check_flag_range(const char* flag, double v, double lo, double hi);
 // `s` with each control character shown as '?' (one line, safe in a table).
 std::string printable(std::string s);
 std::string hours(double seconds);  // "12.34" (h), "-" for negative

@@ -43,6 +43,14 @@ struct Ctx {
   [[noreturn]] void fail(const std::string& what) const { fail_input(path, line, what); }
 };
 
+// A finite number in [lo, hi] filling the field, else `file:line: WHAT must be a number in [lo, hi]`.
+double number_in(const Ctx& c, std::string_view field, const std::string& what, double lo, double hi) {
+  const auto v = detail::to_double(field);
+  if (!v || *v < lo || *v > hi)
+    c.fail(what + " must be a number in [" + num(lo) + ", " + num(hi) + "], got '" + std::string(trim(field)) + "'");
+  return *v;
+}
+
 constexpr double kMaxIterations = 9007199254740992.0;  // 2^53
 
 // Iterations/s at 1..max_nodes whole nodes from `oracle` (consolidated on one node).
@@ -63,23 +71,17 @@ ScalingCurve oracle_curve(const Ctx& c, const Job& job, int max_nodes, const Thr
 ScalingCurve parse_curve(const Ctx& c, std::string_view spec, int max_nodes, const ThroughputTable& table,
                          const ThroughputOracle& oracle, const Cluster& cluster) {
   spec = trim(spec);
-  auto positive = [&](std::string_view f, const char* what, double lo, double hi) {
-    const auto v = detail::to_double(f);
-    if (!v || *v < lo || *v > hi)
-      c.fail(std::string(what) + " must be a number in [" + num(lo) + ", " + num(hi) + "], got '" + std::string(trim(f)) + "'");
-    return *v;
-  };
   if (spec.rfind("amdahl:", 0) == 0) {
     const auto parts = detail::split(spec.substr(7), ':');
     if (parts.size() != 2) c.fail("amdahl curve: expected amdahl:SIGMA:T1, got '" + std::string(spec) + "'");
-    const double sigma = positive(parts[0], "amdahl SIGMA", 0, 1);
-    const double t1 = positive(parts[1], "amdahl T1 (iterations/s on one node)", 1e-9, 1e9);
+    const double sigma = number_in(c, parts[0], "amdahl SIGMA", 0, 1);
+    const double t1 = number_in(c, parts[1], "amdahl T1 (iterations/s on one node)", 1e-9, 1e9);
     return amdahl_curve(t1, sigma, max_nodes);
   }
   if (spec.rfind("points:", 0) == 0) {
     ScalingCurve curve;
     for (std::string_view f : detail::split(spec.substr(7), ';'))
-      curve.thr.push_back(positive(f, "points throughput (iterations/s)", 1e-9, 1e9));
+      curve.thr.push_back(number_in(c, f, "points throughput (iterations/s)", 1e-9, 1e9));
     if (curve.max_nodes() != max_nodes)
       c.fail("points curve: " + std::to_string(curve.max_nodes()) + " throughputs for max_nodes " +
              std::to_string(max_nodes) + " (give one per node count 1..max_nodes)");
@@ -161,21 +163,14 @@ std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const Thro
     if (j.name.empty()) c.fail("empty name");
     if (auto [it, fresh] = seen.emplace(j.name, c.line); !fresh)
       c.fail("duplicate name '" + j.name + "' (first on line " + std::to_string(it->second) + ")");
-    auto number = [&](std::string_view field, const char* what, double lo, double hi) {
-      const auto v = detail::to_double(field);
-      if (!v || *v < lo || *v > hi)
-        c.fail(std::string(what) + " must be a number in [" + num(lo) + ", " + num(hi) + "], got '" +
-               std::string(trim(field)) + "'");
-      return *v;
-    };
-    j.arrival_s = number(f[1], "arrival_s", 0, 1e12);
-    j.iterations = number(f[2], "iterations", 1, kMaxIterations);
+    j.arrival_s = number_in(c, f[1], "arrival_s", 0, 1e12);
+    j.iterations = number_in(c, f[2], "iterations", 1, kMaxIterations);
     if (j.iterations != std::floor(j.iterations)) c.fail("iterations must be a whole number");
     const auto max_nodes = detail::to_int(f[3]);
     if (!max_nodes || *max_nodes < 1 || *max_nodes > 100000)
       c.fail("max_nodes must be a whole number in [1, 100000], got '" + std::string(trim(f[3])) + "'");
     const int nmax = static_cast<int>(std::min<long long>(*max_nodes, cluster_nodes));
-    j.rescale_s = number(f[4], "rescale_s", 0, 86400);
+    j.rescale_s = number_in(c, f[4], "rescale_s", 0, 86400);
     j.truth = parse_curve(c, f[5], static_cast<int>(*max_nodes), table, oracle, cluster);
     j.declared = trim(f[6]).empty() ? j.truth : parse_curve(c, f[6], static_cast<int>(*max_nodes), table, oracle, cluster);
     j.truth.thr.resize(nmax);

@@ -18,11 +18,6 @@ namespace cellsched::cli {
 
 namespace {
 
-void check_range(const char* flag, double v, double lo, double hi) {
-  if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
-}
-
 // Time-weighted occupancy in `bins` equal intervals of [0, span].
 std::vector<OccupancyPoint> binned(const MalleResult& r, int bins) {
   std::vector<OccupancyPoint> out;
@@ -163,11 +158,11 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
 
 int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& names,
                   const po::variables_map& vm, const std::string& db_path, const std::string& out_dir) {
-  check_range("grace", ha.grace_s, 0, 86400);
-  check_range("window-horizon", ha.horizon_s, 1, 1e8);
-  check_range("walltime-factor", ha.walltime_factor, 1, 1000);
-  check_range("milp-time-limit", ha.milp_limit_s, 0.001, 3600);
-  check_range("checkpoint-interval", ha.checkpoint_s, 1, 1e8);
+  check_flag_range("grace", ha.grace_s, 0, 86400);
+  check_flag_range("window-horizon", ha.horizon_s, 1, 1e8);
+  check_flag_range("walltime-factor", ha.walltime_factor, 1, 1000);
+  check_flag_range("milp-time-limit", ha.milp_limit_s, 0.001, 3600);
+  check_flag_range("checkpoint-interval", ha.checkpoint_s, 1, 1e8);
   if (ha.reclaim != "preempt" && ha.reclaim != "wait")
     throw InputError("--reclaim must be preempt or wait, got '" + ha.reclaim + "'");
   std::vector<MallePolicy> policies;

@@ -92,11 +92,6 @@ std::vector<runner::ScavengeJob> load_jobs(const std::string& path) {
   return jobs;
 }
 
-void check(const char* flag, double v, double lo, double hi) {
-  if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
-}
-
 std::string stamp() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -149,11 +144,11 @@ int cmd_scavenge(const std::vector<std::string>& args) {
   if (!parse("cellsched scavenge --slurm --jobs FILE [options]", args, opt, {}, vm)) return 0;
   if (!vm.count("slurm")) throw InputError("--slurm is required (the host scheduler scavenge watches)");
   if (jobs_path.empty()) throw InputError("--jobs is required");
-  check("interval", o.interval_s, 0.1, 3600);
-  check("grace", o.grace_s, 0, 3600);
-  check("horizon", o.horizon_s, 60, 1e7);
-  check("launch-timeout", o.launch_timeout_s, 1, 86400);
-  if (o.duration_s != -1) check("duration", o.duration_s, 0, 1e9);
+  check_flag_range("interval", o.interval_s, 0.1, 3600);
+  check_flag_range("grace", o.grace_s, 0, 3600);
+  check_flag_range("horizon", o.horizon_s, 60, 1e7);
+  check_flag_range("launch-timeout", o.launch_timeout_s, 1, 86400);
+  if (o.duration_s != -1) check_flag_range("duration", o.duration_s, 0, 1e9);
   const std::vector<runner::ScavengeJob> jobs = load_jobs(jobs_path);
   for (const char* tool : {"sinfo", "squeue", "srun", "scancel"})
     if (runner::find_executable(tool).empty())
