@@ -28,6 +28,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("seed", po::value(&a.seed)->default_value(0), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&a.ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
       ("limit", po::value(&a.limit)->default_value(-1), "read only the first N jobs of the trace")
+      ("drop-unrunnable", po::bool_switch(&a.drop_unrunnable), kDropUnrunnableHelp)
       ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", po::value(&a.fork_efficiency)->default_value(1.0), "hadare: what a forked copy's iteration is worth, (0, 1]")
@@ -45,26 +46,63 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
 
 namespace {
 
-void count_unrunnable(ReplayInputs& in) {
-  std::map<std::string, int> gpus, largest_node;
-  for (const Node& n : in.cluster.nodes) {
-    gpus[n.gpu_type] += n.gpus;
-    largest_node[n.gpu_type] = std::max(largest_node[n.gpu_type], n.gpus);
+// Why no GPU type of the cluster runs `j` at its size with `oracle`.
+std::string unrunnable_reason(const Job& j, const std::map<std::string, int>& gpus,
+                              const ThroughputOracle& oracle) {
+  int most = 0;
+  std::string types;
+  for (const auto& [type, total] : gpus) {
+    most = std::max(most, total);
+    types += (types.empty() ? "" : ", ") + type;
   }
-  for (const Job& j : in.trace.jobs) {
-    bool runs = false;
-    for (const auto& [type, total] : gpus)
-      runs = runs || (j.gpus <= total &&
-                      in.oracle->throughput(j, type, j.gpus, j.gpus <= largest_node[type]) > 0);
-    if (runs) continue;
-    if (in.unrunnable++ == 0)
-      in.first_unrunnable = "job " + std::to_string(j.id) + " (" +
-                            (j.model.empty() ? j.job_type : j.model) + ", " +
-                            std::to_string(j.gpus) + " GPUs)";
-  }
+  if (j.gpus > most)
+    return "it needs " + std::to_string(j.gpus) + " GPUs of one type and the cluster has at most " +
+           std::to_string(most) + " of a type";
+  std::string only;
+  for (const std::string& g : j.gpu_types) only += (only.empty() ? "" : "|") + g;
+  return "no GPU type of the cluster (" + types + ") has a throughput for it at " + std::to_string(j.gpus) +
+         " GPUs with " + oracle.source() + (only.empty() ? "" : " (the trace allows it only " + only + ")");
 }
 
 }  // namespace
+
+long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle, bool drop) {
+  std::map<std::string, int> gpus, largest_node;
+  for (const Node& n : cluster.nodes) {
+    gpus[n.gpu_type] += n.gpus;
+    largest_node[n.gpu_type] = std::max(largest_node[n.gpu_type], n.gpus);
+  }
+  auto runs = [&](const Job& j) {
+    for (const auto& [type, total] : gpus)
+      if (j.gpus <= total && oracle.throughput(j, type, j.gpus, j.gpus <= largest_node[type]) > 0) return true;
+    return false;
+  };
+  std::vector<char> bad(trace.jobs.size());
+  long n = 0;
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    bad[i] = !runs(trace.jobs[i]);
+    n += bad[i];
+  }
+  if (n == 0) return 0;
+  const std::string file = trace.source == "generated" ? trace.name : trace.source;
+  const auto first = std::find(bad.begin(), bad.end(), 1) - bad.begin();
+  const Job& j = trace.jobs[first];
+  const std::string job = "job " + std::to_string(j.id) + " (" + (j.name.empty() ? "" : j.name + ": ") +
+                          (j.model.empty() ? j.job_type : j.model) + ", " + std::to_string(j.gpus) + " GPUs)";
+  const std::string total = std::to_string(trace.jobs.size());
+  if (!drop)
+    fail_input(file, j.line,
+               job + " cannot run on cluster " + cluster.name + ": " + unrunnable_reason(j, gpus, oracle) + "; " +
+                   std::to_string(n) + " of " + total + " jobs cannot run (--drop-unrunnable leaves them out)");
+  if (n == static_cast<long>(trace.jobs.size()))
+    fail_input(file, 0, "none of the " + total + " jobs can run on cluster " + cluster.name + " (" + job +
+                            ": " + unrunnable_reason(j, gpus, oracle) + ")");
+  size_t kept = 0;
+  for (size_t i = 0; i < trace.jobs.size(); ++i)
+    if (!bad[i] && kept++ != i) trace.jobs[kept - 1] = std::move(trace.jobs[i]);
+  trace.jobs.resize(kept);
+  return n;
+}
 
 namespace {
 
@@ -89,7 +127,7 @@ void check_engine_numbers(const ReplayArgs& a) {
 
 }  // namespace
 
-ReplayInputs load_replay_inputs(const ReplayArgs& a) {
+ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   check_engine_numbers(a);
   ReplayInputs in;
   const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
@@ -161,7 +199,8 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a) {
   if (std::any_of(in.trace.jobs.begin(), in.trace.jobs.end(),
                   [](const Job& j) { return !j.gpu_types.empty(); }))
     in.oracle = std::make_unique<TypeRestrictedOracle>(std::move(in.oracle));
-  count_unrunnable(in);
+  if (rigid) in.dropped = drop_unrunnable(in.trace, in.cluster, *in.oracle, a.drop_unrunnable);
+  else if (a.drop_unrunnable) throw InputError("--drop-unrunnable does not apply to --malleable");
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;

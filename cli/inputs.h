@@ -31,6 +31,7 @@ struct ReplayArgs {
   std::string cells_precision;   // measured: which precision's cells (empty: first per model)
   std::string precision;         // cells: training precision (empty: each model's, else the type's default)
   bool replay_failures = false;  // replay the trace's failed attempts (Philly's raw job log)
+  bool drop_unrunnable = false;  // leave out the jobs no GPU type of the cluster can run
 };
 
 // --trace --format --cluster --throughputs --seed --reference-gpu --limit
@@ -45,14 +46,23 @@ struct ReplayInputs {
   Trace trace;
   std::unique_ptr<ThroughputOracle> oracle;
   SimOptions options;
-  // Jobs no GPU type of the cluster can run at their requested size with
-  // this oracle (they will not finish under a rigid policy).
-  long unrunnable = 0;
-  std::string first_unrunnable;  // "job 4 (moe__2.4B, 4 GPUs)"
+  long dropped = 0;  // jobs left out by --drop-unrunnable
 };
 
+inline const char* const kDropUnrunnableHelp =
+    "leave out the jobs no GPU type of the cluster can run at their size (no throughput, or more GPUs "
+    "than the cluster has of any type) and report how many; without it such a job is bad input (exit 2)";
+
+// Jobs of `trace` that no GPU type of `cluster` can run at their size with
+// `oracle` (they would never finish): with `drop` they are removed (the
+// others keep their ids) and their count returned; else the first is bad
+// input at its trace line. All of them unrunnable is bad input either way.
+long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle, bool drop);
+
 // Reads and checks everything; throws InputError naming the file and line.
-ReplayInputs load_replay_inputs(const ReplayArgs& a);
+// `rigid`: the trace's jobs run at their size (simulate, schedule), so one
+// that no GPU type can run is bad input (or dropped); host mode says false.
+ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
 
 // The LP lower bound that is valid for `policy` (forking and elastic
 // policies are held to the relaxed one); cached per kind in `cache`.

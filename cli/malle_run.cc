@@ -173,7 +173,7 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
       throw InputError(std::string("--policy: ") + e.what());
     }
   }
-  const ReplayInputs in = load_replay_inputs(ra);
+  const ReplayInputs in = load_replay_inputs(ra, false);
   for (const Node& n : in.cluster.nodes)
     if (n.gpus != in.cluster.nodes.front().gpus)
       throw InputError("--cluster " + in.cluster.name + ": host mode needs nodes of one size (node " + n.name + " has " +

@@ -53,6 +53,12 @@ int cmd_schedule(const std::vector<std::string>& args) {
   const RunRecord run = simulate(in.trace, in.cluster, *in.oracle, *policy, so);
   clear_progress();
   const Schedule schedule = recorder.finish(run);
+  std::string json_text = schedule_to_json(schedule);
+  if (ra.drop_unrunnable) {  // a key the schedule reader reads past
+    nlohmann::json j = nlohmann::json::parse(json_text);
+    j["dropped_unrunnable"] = in.dropped;
+    json_text = j.dump(1);
+  }
 
   // With --json and no --out the schedule goes to stdout only.
   const bool write_files = vm.count("out") || !vm.count("json");
@@ -64,7 +70,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
     if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
     std::ofstream f(d / "schedule.json");
     if (!f) throw InputError((d / "schedule.json").string() + ": cannot write");
-    f << schedule_to_json(schedule) << "\n";
+    f << json_text << "\n";
     std::ofstream c(d / "schedule.csv");
     if (!c) throw InputError((d / "schedule.csv").string() + ": cannot write");
     write_schedule_csv(schedule, c);
@@ -79,13 +85,14 @@ int cmd_schedule(const std::vector<std::string>& args) {
     }
   }
   if (vm.count("json")) {
-    std::cout << schedule_to_json(schedule) << "\n";
+    std::cout << json_text << "\n";
     return 0;
   }
   std::set<int64_t> forked;
   for (const ScheduleEntry& e : schedule.entries)
     if (e.copy > 0) forked.insert(e.job_id);
-  std::cout << "schedule of " << in.trace.name << " (" << in.trace.jobs.size() << " jobs) on "
+  std::cout << "schedule of " << in.trace.name << " (" << in.trace.jobs.size() << " jobs"
+            << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << ") on "
             << in.cluster.name << " under " << policy->name() << ": " << schedule.rounds.size()
             << " rounds, " << schedule.entries.size() << " placements, " << forked.size()
             << " jobs forked\n\n";

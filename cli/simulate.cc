@@ -55,10 +55,6 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const Cluster& cluster = in.cluster;
   const ThroughputOracle& oracle = *in.oracle;
   SimOptions so = in.options;
-  if (in.unrunnable > 0)
-    std::cerr << "cellsched simulate: warning: " << in.unrunnable << " of " << trace.jobs.size()
-              << " jobs cannot run at their size on any GPU type of the cluster with "
-              << oracle.source() << " (first: " << in.first_unrunnable << ")\n";
   if (vm.count("out")) {  // a place the outputs cannot go is found before anything runs
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);
@@ -81,6 +77,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     }
     run.params["seed"] = std::to_string(ra.seed);
     run.params["trace_format"] = trace.format;
+    if (ra.drop_unrunnable) run.params["dropped_unrunnable"] = std::to_string(in.dropped);
     runs.push_back(std::move(run));
   }
 
@@ -105,7 +102,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     std::cout << runs_to_json(runs).dump(2) << "\n";
   } else {
     std::cout << "trace " << trace.name << " (" << trace.jobs.size() << " jobs, " << trace.format
-              << "), cluster " << cluster.name << " (" << cluster.total_gpus() << " GPUs on "
+              << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << "), cluster " << cluster.name << " (" << cluster.total_gpus() << " GPUs on "
               << cluster.nodes.size() << " nodes), round " << so.round_s << " s, restart "
               << so.restart_s << " s\n\n";
     print_comparison(runs, std::cout);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/inputs.h"
 #include "cli/plot.h"
 #include "core/cluster.h"
 #include "core/error.h"
@@ -62,8 +63,42 @@ struct Cell {
   double rate = 0;            // jobs/hour
   long window_jobs = 0, window_finished = 0;
   double avg_jct_s = -1;      // over the finished jobs of the window; < 0: none
+  long dropped = -1;          // unrunnable jobs left out (--drop-unrunnable; < 0: not asked)
   RunRecord run;
 };
+
+// The average JCT over the window [first, last) of job ids (dense from 0 in
+// arrival order; --drop-unrunnable leaves gaps, which the window skips).
+void window_average(Cell& c, long first, long last) {
+  double sum = 0;
+  for (const JobResult& r : c.run.jobs) {
+    if (r.job_id < first || r.job_id >= last) continue;
+    ++c.window_jobs;
+    if (!r.finished()) continue;
+    ++c.window_finished;
+    sum += r.jct_s();
+  }
+  if (c.window_finished > 0) c.avg_jct_s = sum / static_cast<double>(c.window_finished);
+}
+
+// One generated trace per rate, each checked before anything runs: a job no
+// GPU type of the cluster can run is bad input, or left out with `drop`
+// (counted in `dropped`).
+std::vector<Trace> generate_traces(const std::vector<double>& rates, const GenerateOptions& base,
+                                   const ThroughputTable& table, const Cluster& cluster,
+                                   const ThroughputOracle& oracle, bool drop, std::vector<long>& dropped) {
+  std::vector<Trace> traces;
+  for (double rate : rates) {
+    GenerateOptions g = base;
+    g.mean_interarrival_s = 3600.0 / rate;
+    Trace trace = generate_trace(table, g);
+    trace.name = "generated-" + rate_label(rate) + "jph-" + std::to_string(g.jobs) + "-seed" +
+                 std::to_string(g.seed);
+    dropped.push_back(drop_unrunnable(trace, cluster, oracle, drop));
+    traces.push_back(std::move(trace));
+  }
+  return traces;
+}
 
 nlohmann::json cell_json(const Cell& c) {
   const RunMetrics& m = c.run.metrics;
@@ -82,6 +117,7 @@ nlohmann::json cell_json(const Cell& c) {
                       {"rounds", m.rounds},
                       {"wall_s", m.wall_s}};
   j["avg_jct_s"] = c.avg_jct_s >= 0 ? nlohmann::json(c.avg_jct_s) : nlohmann::json(nullptr);
+  if (c.dropped >= 0) j["dropped_unrunnable"] = c.dropped;
   return j;
 }
 
@@ -107,6 +143,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
+      ("drop-unrunnable", kDropUnrunnableHelp)
       ("out", po::value(&out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
       ("json", "print JSON instead of the table");
   po::variables_map vm;
@@ -134,6 +171,13 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const Cluster cluster = load_cluster(cluster_spec);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
   const TableOracle oracle(table);
+  GenerateOptions gen;
+  gen.jobs = jobs;
+  gen.seed = seed;
+  gen.reference_gpu = ref_gpu;
+  const bool drop = vm.count("drop-unrunnable") > 0;
+  std::vector<long> dropped;
+  const std::vector<Trace> traces = generate_traces(rates, gen, table, cluster, oracle, drop, dropped);
   if (vm.count("out")) find_gnuplot();  // fail before the long part
 
   SimOptions so;
@@ -143,14 +187,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   so.consolidation_s = consolidation_s;
   std::vector<Cell> cells;
   for (size_t ri = 0; ri < rates.size(); ++ri) {
-    GenerateOptions g;
-    g.jobs = jobs;
-    g.mean_interarrival_s = 3600.0 / rates[ri];
-    g.seed = seed;
-    g.reference_gpu = ref_gpu;
-    Trace trace = generate_trace(table, g);
-    trace.name = "generated-" + rate_label(rates[ri]) + "jph-" + std::to_string(jobs) + "-seed" +
-                 std::to_string(seed);
+    const Trace& trace = traces[ri];
     for (const std::string& name : names) {
       auto policy = make_policy(name);  // fresh state for every run
       so.progress = sim_progress("rate " + rate_label(rates[ri]) + "/h (" + std::to_string(ri + 1) + "/" +
@@ -161,18 +198,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       c.run = simulate(trace, cluster, oracle, *policy, so);
       c.run.params["seed"] = std::to_string(seed);
       c.run.params["rate_per_hour"] = rate_label(rates[ri]);
-      // Window over job ids (dense from 0 in arrival order).
-      std::vector<JobResult> by_id = c.run.jobs;
-      std::sort(by_id.begin(), by_id.end(),
-                [](const JobResult& a, const JobResult& b) { return a.job_id < b.job_id; });
-      double sum = 0;
-      for (long i = first; i < last && i < static_cast<long>(by_id.size()); ++i) {
-        ++c.window_jobs;
-        if (!by_id[i].finished()) continue;
-        ++c.window_finished;
-        sum += by_id[i].jct_s();
-      }
-      if (c.window_finished > 0) c.avg_jct_s = sum / static_cast<double>(c.window_finished);
+      if (drop) c.dropped = dropped[ri];
+      window_average(c, first, last);
       cells.push_back(std::move(c));
     }
   }
@@ -243,7 +270,13 @@ int cmd_sweep(const std::vector<std::string>& args) {
             << cluster.name << " (" << cluster.total_gpus() << " GPUs), round " << round_s
             << " s, restart " << restart_s << " s\n"
             << "average JCT in hours over jobs " << first << ".." << last - 1
-            << " (window " << window_start << "-" << window_end << " of job ids)\n\n";
+            << " (window " << window_start << "-" << window_end << " of job ids)\n";
+  if (drop) {
+    std::cout << "unrunnable jobs dropped:";
+    for (size_t ri = 0; ri < rates.size(); ++ri) std::cout << " " << dropped[ri] << " at " << rate_label(rates[ri]) << "/h";
+    std::cout << "\n";
+  }
+  std::cout << "\n";
   std::vector<std::string> header = {"policy"};
   for (double r : rates) header.push_back(rate_label(r) + " jobs/h");
   Table t(header);

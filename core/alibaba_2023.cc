@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <set>
 
 #include "core/cluster.h"
 #include "core/gpu.h"
@@ -50,7 +49,7 @@ Cluster load_alibaba_nodes(const std::string& path,
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   Cluster cluster;
   cluster.name = std::filesystem::path(path).filename().string();
-  std::set<std::string> names;
+  detail::FirstSeen names("node");
   const auto lines = detail::split_lines(text);
   detail::for_each_row(path, lines, "Alibaba 2023 node list", kNodeColumns,
                        [&](const Ctx& c, const std::vector<std::string>& f) {
@@ -60,7 +59,7 @@ Cluster load_alibaba_nodes(const std::string& path,
     c.non_negative(f[2], "memory_mib");
     const int gpus = c.non_negative_int(f[3], "gpu");
     if (gpus > 1000000) c.fail("gpu must be at most 1000000");
-    if (!names.insert(sn).second) c.fail("duplicate node '" + sn + "'");
+    names.add(path, c.line, sn);
     const std::string model(trim(f[4]));
     if (gpus == 0) return;  // a CPU node
     if (model.empty()) c.fail("node with " + std::to_string(gpus) + " GPUs has no model");
@@ -80,11 +79,13 @@ void read_alibaba_pods(const std::string& path, const std::vector<std::string_vi
                        const TraceReadOptions& options, Trace& t) {
   TypeDraw draw(path, options);
   const size_t first = t.jobs.size();
+  FirstSeen names("name");
   for_each_row(path, lines, "Alibaba 2023 pod list", kPodColumns,
                [&](const Ctx& c, const std::vector<std::string>& f) {
     Job j;
     j.name = std::string(trim(f[0]));
     if (j.name.empty()) c.fail("empty name");
+    names.add(path, c.line, j.name);
     c.non_negative(f[1], "cpu_milli");
     c.non_negative(f[2], "memory_mib");
     const int num_gpu = c.non_negative_int(f[3], "num_gpu");
@@ -107,8 +108,7 @@ void read_alibaba_pods(const std::string& path, const std::vector<std::string_vi
     count_note(t, "pod_phase " + std::string(trim(f[7])));
     draw.assign(c, num_gpu, deleted - scheduled, j, t);
     j.arrival_s = created;
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   });
   rebase_arrivals(t, first);
 }

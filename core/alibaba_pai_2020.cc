@@ -153,8 +153,7 @@ void read_alibaba_pai(const std::string& path, const std::vector<std::string_vie
       count_note(t, "not in the job table (arrival = first task start)");
     }
     j.arrival_s = arrival;
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   }
   rebase_arrivals(t, first);
 }

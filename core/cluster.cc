@@ -45,6 +45,50 @@ std::string scalar_text(const std::string& path, const YAML::Node& v, const std:
   return s;
 }
 
+// One node of the list: name, gpu_type and gpus required, address defaulting
+// to the name; a field given twice fails with both lines.
+Node read_node(const std::string& path, const YAML::Node& item) {
+  const long line = line_of(item);
+  if (!item.IsMap()) fail_input(path, line, "a node must be a map with name, gpu_type, gpus");
+  Node node;
+  bool has_name = false, has_type = false, has_gpus = false;
+  detail::FirstSeen fields("field");
+  for (const auto& kv : item) {
+    const std::string key = kv.first.Scalar();
+    fields.add(path, line_of(kv.first), key);
+    const YAML::Node& v = kv.second;
+    if (key == "name") {
+      node.name = scalar_text(path, v, key);
+      has_name = true;
+    } else if (key == "address") {
+      node.address = scalar_text(path, v, key);
+    } else if (key == "gpu_type") {
+      const std::string t = scalar_text(path, v, key);
+      const GpuSpec* g = find_gpu(t);
+      if (!g)
+        fail_input(path, line_of(v),
+                   "unknown GPU type '" + t + "' (known: " + known_gpu_names() + ")");
+      node.gpu_type = g->name;
+      has_type = true;
+    } else if (key == "gpus") {
+      const std::string t = v.IsScalar() ? v.Scalar() : std::string();
+      const auto n = detail::to_int(t);
+      if (!n || *n <= 0 || *n > 1000000)
+        fail_input(path, line_of(v), "'gpus' must be a positive integer, got '" + t + "'");
+      node.gpus = static_cast<int>(*n);
+      has_gpus = true;
+    } else {
+      fail_input(path, line_of(kv.first),
+                 "unknown field '" + key + "' (expected name, address, gpu_type, gpus)");
+    }
+  }
+  if (!has_name) fail_input(path, line, "node is missing field 'name'");
+  if (!has_type) fail_input(path, line, "node '" + node.name + "' is missing field 'gpu_type'");
+  if (!has_gpus) fail_input(path, line, "node '" + node.name + "' is missing field 'gpus'");
+  if (node.address.empty()) node.address = node.name;
+  return node;
+}
+
 }  // namespace
 
 int Cluster::total_gpus() const {
@@ -119,8 +163,10 @@ Cluster load_cluster_yaml(const std::string& path) {
   const YAML::Node& croot = root;
   long nodes_key_line = 0;
   if (croot.IsMap()) {
+    detail::FirstSeen keys("field");
     for (const auto& kv : croot) {
       const std::string key = kv.first.Scalar();
+      keys.add(path, line_of(kv.first), key);
       if (key == "name") {
         if (kv.second.IsScalar() && !trim(kv.second.Scalar()).empty())
           c.name = std::string(trim(kv.second.Scalar()));
@@ -146,46 +192,10 @@ Cluster load_cluster_yaml(const std::string& path) {
   }
   if (list.size() == 0) fail_input(path, line_of(list), "empty node list");
 
-  std::set<std::string> names;
+  detail::FirstSeen names("node name");
   for (const auto& item : list) {
-    const long line = line_of(item);
-    if (!item.IsMap()) fail_input(path, line, "a node must be a map with name, gpu_type, gpus");
-    Node node;
-    bool has_name = false, has_type = false, has_gpus = false;
-    for (const auto& kv : item) {
-      const std::string key = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
-      if (key == "name") {
-        node.name = scalar_text(path, v, key);
-        has_name = true;
-      } else if (key == "address") {
-        node.address = scalar_text(path, v, key);
-      } else if (key == "gpu_type") {
-        const std::string t = scalar_text(path, v, key);
-        const GpuSpec* g = find_gpu(t);
-        if (!g)
-          fail_input(path, line_of(v),
-                     "unknown GPU type '" + t + "' (known: " + known_gpu_names() + ")");
-        node.gpu_type = g->name;
-        has_type = true;
-      } else if (key == "gpus") {
-        const std::string t = v.IsScalar() ? v.Scalar() : std::string();
-        const auto n = detail::to_int(t);
-        if (!n || *n <= 0 || *n > 1000000)
-          fail_input(path, line_of(v), "'gpus' must be a positive integer, got '" + t + "'");
-        node.gpus = static_cast<int>(*n);
-        has_gpus = true;
-      } else {
-        fail_input(path, line_of(kv.first),
-                   "unknown field '" + key + "' (expected name, address, gpu_type, gpus)");
-      }
-    }
-    if (!has_name) fail_input(path, line, "node is missing field 'name'");
-    if (!has_type) fail_input(path, line, "node '" + node.name + "' is missing field 'gpu_type'");
-    if (!has_gpus) fail_input(path, line, "node '" + node.name + "' is missing field 'gpus'");
-    if (node.address.empty()) node.address = node.name;
-    if (!names.insert(node.name).second)
-      fail_input(path, line, "duplicate node name '" + node.name + "'");
+    Node node = read_node(path, item);
+    names.add(path, line_of(item), node.name);
     c.nodes.push_back(std::move(node));
   }
   return c;
@@ -197,7 +207,7 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
   const std::string text = detail::read_file(path);
   Cluster c;
   c.name = file_name_of(path);
-  std::set<std::string> names;
+  detail::FirstSeen names("machine");
   long line_no = 0;
   for (std::string_view line : detail::split_lines(text)) {
     ++line_no;
@@ -222,8 +232,7 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
     if (!gpus || *gpus < 0 || *gpus > 1000000)
       fail_input(path, line_no,
                  "cap_gpu must be a non-negative integer, got '" + std::string(trim(f[4])) + "'");
-    if (!names.insert(machine).second)
-      fail_input(path, line_no, "duplicate machine '" + machine + "'");
+    names.add(path, line_no, machine);
     std::string canonical;
     if (type == "CPU") continue;
     if (type == "MISC") {

@@ -9,7 +9,9 @@
 namespace cellsched {
 
 struct Job {
-  int64_t id = 0;                 // unique in its trace, dense from 0 in file order
+  int64_t id = 0;                 // unique in its trace, dense from 0 in arrival order (a run
+                                  // with --drop-unrunnable leaves out some ids)
+  long line = 0;                  // line of the trace file the job was read from (0: none)
   double arrival_s = 0;           // seconds from the trace start
   std::string job_type;           // throughput-table key: "ResNet-50 (batch size 64)"
   std::string model;              // model name (zoo name or the job type's model part)

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -93,6 +95,23 @@ inline std::optional<long long> to_int(std::string_view s) {
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
 }
+
+// Where each key of a file was first seen: a repeat fails with both lines,
+// `file:LINE: duplicate <what> 'KEY' (first on line N)`.
+class FirstSeen {
+ public:
+  explicit FirstSeen(std::string what) : what_(std::move(what)) {}
+  void add(const std::string& path, long line, const std::string& key) {
+    const auto [it, fresh] = first_.emplace(key, line);
+    if (!fresh)
+      fail_input(path, line, "duplicate " + what_ + " '" + key + "' (first on line " +
+                                 std::to_string(it->second) + ")");
+  }
+
+ private:
+  std::string what_;
+  std::map<std::string, long> first_;
+};
 
 // Shortest decimal text that reads back to the same double.
 inline std::string format_double(double v) {

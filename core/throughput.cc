@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -31,6 +32,43 @@ long line_of_key(const std::string& text, const std::string& outer, const std::s
     pos = p;
   }
   return line_at(text, pos);
+}
+
+// nlohmann keeps the last of two equal keys of an object without a word, so
+// the (already parsed, hence well-formed) text is walked once more: every
+// object's keys with their lines, a repeat failing with both lines.
+void check_duplicate_keys(const std::string& path, const std::string& text) {
+  struct Object {
+    bool is_object = false, key_next = false;
+    std::map<std::string, long> keys;
+  };
+  std::vector<Object> open;
+  long line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '{' || c == '[') {
+      open.push_back({c == '{', c == '{', {}});
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    } else if (c == ',' && !open.empty()) {
+      open.back().key_next = open.back().is_object;
+    } else if (c == '"') {  // a string holds no raw newline in valid JSON
+      const size_t begin = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (open.empty() || !open.back().key_next) continue;
+      open.back().key_next = false;
+      const std::string raw = text.substr(begin, i + 1 - begin);
+      const std::string key = raw.find('\\') == std::string::npos
+                                  ? raw.substr(1, raw.size() - 2)
+                                  : nlohmann::json::parse(raw).get<std::string>();
+      const auto [it, fresh] = open.back().keys.emplace(key, line);
+      if (!fresh)
+        fail_input(path, line, "duplicate key '" + key + "' (first on line " + std::to_string(it->second) + ")");
+    }
+  }
 }
 
 // Undoes Python's repr of a (str, int) tuple: "('ResNet-50 (batch size 64)', 1)".
@@ -158,6 +196,7 @@ ThroughputTable load_gavel_throughputs(const std::string& path) {
   }
   if (!doc.is_object())
     fail_input(path, 1, "expected an object {worker_type: {\"('<JobType>', <sf>)\": {...}}}");
+  check_duplicate_keys(path, text);
 
   ThroughputTable t;
   t.source = path;
@@ -166,12 +205,21 @@ ThroughputTable load_gavel_throughputs(const std::string& path) {
     if (!jobs.is_object())
       fail_input(path, line_of_key(text, worker, ""),
                  "worker type '" + worker + "' must map to an object of job types");
+    // Two spellings of one (job type, scale factor): "('A', 1)" and "(\"A\",1)".
+    std::map<std::pair<std::string, int>, std::string> spelled;
     for (const auto& [key, entry] : jobs.items()) {
       std::string job_type;
       int sf = 0;
       if (!parse_tuple_key(key, job_type, sf))
         fail_input(path, line_of_key(text, worker, key),
                    "bad job key '" + key + "' (expected \"('<JobType>', <scale factor>)\")");
+      if (const auto [it, fresh] = spelled.emplace(std::make_pair(job_type, sf), key); !fresh) {
+        auto a = std::make_pair(line_of_key(text, worker, it->second), it->second);
+        auto b = std::make_pair(line_of_key(text, worker, key), key);
+        if (b < a) std::swap(a, b);
+        fail_input(path, b.first, "job key '" + b.second + "' names the same job type and scale factor as '" +
+                                      a.second + "' (first on line " + std::to_string(a.first) + ")");
+      }
       if (!entry.is_object())
         fail_input(path, line_of_key(text, worker, key),
                    "entry of '" + key + "' must be an object with a \"null\" figure");

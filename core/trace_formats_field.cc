@@ -98,12 +98,14 @@ const std::map<std::string, std::string>& tiresias_defaults() {
 void read_tiresias(const std::string& path, const std::vector<std::string_view>& lines,
                    const TraceReadOptions& options, Trace& t) {
   const auto types = table_types(options);
+  FirstSeen ids("job_id");
   for_each_row(path, lines, "Tiresias",
                "job_id,num_gpu,submit_time,iterations,model_name,duration,interval",
                [&](const Ctx& c, const Row& f) {
                  Job j;
                  j.name = std::string(trim(f[0]));
                  if (j.name.empty()) c.fail("empty job_id");
+                 ids.add(path, c.line, j.name);
                  j.gpus = c.positive_int(f[1], "num_gpu");
                  j.arrival_s = c.non_negative(f[2], "submit_time");
                  c.positive(f[3], "iterations");
@@ -118,14 +120,14 @@ void read_tiresias(const std::string& path, const std::vector<std::string_view>&
                  j.total_iterations = iterations_for(c, ch, j.gpus, duration, options);
                  j.duration_hint_s = duration;
                  count_note(t, "model " + model + " -> " + ch.job_type);
-                 c.check_job(j);
-                 t.jobs.push_back(std::move(j));
+                 c.add(std::move(j), t);
                });
 }
 
 void read_crius(const std::string& path, const std::vector<std::string_view>& lines,
                 const TraceReadOptions& /*options*/, Trace& t) {
   const size_t first = t.jobs.size();
+  FirstSeen ids("job_id");
   for_each_row(
       path, lines, "Crius/Arena",
       "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type",
@@ -133,6 +135,7 @@ void read_crius(const std::string& path, const std::vector<std::string_view>& li
         Job j;
         j.name = std::string(trim(f[0]));
         if (j.name.empty()) c.fail("empty job_id");
+        ids.add(path, c.line, j.name);
         j.arrival_s = c.non_negative(f[1], "submission_time");
         j.total_iterations = c.positive(f[2], "num_iteration");
         j.model = std::string(trim(f[3]));
@@ -148,8 +151,7 @@ void read_crius(const std::string& path, const std::vector<std::string_view>& li
         const std::string type(trim(f[7]));
         if (type.empty()) c.fail("empty gpu_type");
         count_note(t, "requested gpu_type " + type + " (not binding)");
-        c.check_job(j);
-        t.jobs.push_back(std::move(j));
+        c.add(std::move(j), t);
       });
   rebase_arrivals(t, first);
 }
@@ -185,11 +187,13 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
   std::map<std::string, std::string> defaults;
   for (const auto& [app, a] : pollux_apps()) defaults[app] = a.model;
   const auto types = table_types(options);
+  FirstSeen names("name");
   for_each_row(path, lines, "Pollux", "name,time,application,num_replicas,batch_size",
                [&](const Ctx& c, const Row& f) {
                  Job j;
                  j.name = std::string(trim(f[0]));
                  if (j.name.empty()) c.fail("empty name");
+                 names.add(path, c.line, j.name);
                  j.arrival_s = c.non_negative(f[1], "time");
                  const std::string app(trim(f[2]));
                  if (app.empty()) c.fail("empty application");
@@ -206,8 +210,7 @@ void read_pollux(const std::string& path, const std::vector<std::string_view>& l
                  j.batch_size = ch.batch;
                  j.total_iterations = std::max(1.0, std::ceil(known->second.samples / batch));
                  count_note(t, "application " + app + " -> " + ch.job_type);
-                 c.check_job(j);
-                 t.jobs.push_back(std::move(j));
+                 c.add(std::move(j), t);
                });
 }
 
@@ -218,6 +221,7 @@ void read_helios(const std::string& path, const std::vector<std::string_view>& l
                  const TraceReadOptions& options, Trace& t) {
   TypeDraw draw(path, options);
   const size_t first = t.jobs.size();
+  FirstSeen ids("job_id");
   for_each_row(
       path, lines, "Helios",
       "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue",
@@ -225,6 +229,7 @@ void read_helios(const std::string& path, const std::vector<std::string_view>& l
         Job j;
         j.name = std::string(trim(f[0]));
         if (j.name.empty()) c.fail("empty job_id");
+        ids.add(path, c.line, j.name);
         const int gpus = c.non_negative_int(f[3], "gpu_num");
         c.non_negative_int(f[4], "cpu_num");
         c.non_negative_int(f[5], "node_num");
@@ -242,8 +247,7 @@ void read_helios(const std::string& path, const std::vector<std::string_view>& l
         if (duration == 0) return count_note(t, "skipped: zero duration");
         draw.assign(c, gpus, duration, j, t);
         j.arrival_s = static_cast<double>(submit);
-        c.check_job(j);
-        t.jobs.push_back(std::move(j));
+        c.add(std::move(j), t);
       });
   rebase_arrivals(t, first);
 }

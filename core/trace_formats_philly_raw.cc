@@ -115,6 +115,7 @@ void read_philly_raw(const std::string& path, std::string_view text,
   if (!top_level_elements(text, spans, bad))
     fail_input(path, line_at(bad), "expected a JSON list of jobs (Philly's cluster_job_log)");
   const size_t first = t.jobs.size();
+  FirstSeen ids("jobid");
   for (const Span& sp : spans) {
     const long line = line_at(sp.begin);
     const Ctx c{path, line};
@@ -132,6 +133,7 @@ void read_philly_raw(const std::string& path, std::string_view text,
     if (id == o.end() || !id->is_string() || id->get<std::string>().empty())
       c.fail("job without a jobid string");
     const std::string jobid = id->get<std::string>();
+    ids.add(path, line, jobid);
     const auto st = o.find("status");
     const std::string status = st != o.end() && st->is_string() ? st->get<std::string>() : "";
     if (status != "Pass" && status != "Killed" && status != "Failed")
@@ -170,8 +172,7 @@ void read_philly_raw(const std::string& path, std::string_view text,
     if (!j.failed_attempts.empty()) count_note(t, "failed attempts (replayed with --replay-failures)",
                                                static_cast<long>(j.failed_attempts.size()));
     j.arrival_s = static_cast<double>(submit);
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   }
   rebase_arrivals(t, first);
 }

@@ -1,4 +1,4 @@
-// Trace readers, writer and generator.
+// Trace readers and writer (the generator and summaries: trace_generate.cc).
 //
 // Conventions shared by every reader:
 // - Line numbers in errors are 1-based physical lines of the file.
@@ -110,8 +110,7 @@ void read_gavel(const std::string& path, const std::vector<std::string_view>& li
         j.deadline_s = j.arrival_s + slo * duration;
       }
     }
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   }
 }
 
@@ -176,8 +175,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       j.duration_hint_s = duration;
       stamps.push_back(ts);
       j.arrival_s = static_cast<double>(ts);
-      c.check_job(j);
-      t.jobs.push_back(std::move(j));
+      c.add(std::move(j), t);
       continue;
     }
     // The job's scale factor: the largest one measured that is <= num_gpus
@@ -198,8 +196,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
     j.duration_hint_s = duration;
     stamps.push_back(ts);
     j.arrival_s = static_cast<double>(ts);  // made relative below
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   }
   if (!header) fail_input(path, 0, "empty file");
   if (!stamps.empty()) {
@@ -256,6 +253,7 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
   bool header = false;
   std::vector<std::string> f;
   std::string err;
+  detail::FirstSeen ids("id"), names("name");
   for (std::string_view line : lines) {
     ++line_no;
     if (trim(line).empty()) continue;
@@ -274,7 +272,8 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
              std::to_string(f.size()));
     auto blank = [](const std::string& s) { return trim(s).empty(); };
     Job j;
-    if (!blank(f[0]) && !detail::to_int(f[0])) c.fail("id must be an integer, got '" + f[0] + "'");
+    if (const auto id = detail::to_int(f[0]); id) ids.add(path, line_no, std::to_string(*id));
+    else if (!blank(f[0])) c.fail("id must be an integer, got '" + f[0] + "'");
     j.arrival_s = c.non_negative(f[1], "arrival_s");
     j.job_type = f[2];
     if (blank(j.job_type)) c.fail("empty job_type");
@@ -291,11 +290,11 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     j.command = split_argv(f[10]);
     if (f.size() > 11) {
       j.name = f[11];
+      if (!blank(j.name)) names.add(path, line_no, j.name);
       for (std::string_view g : detail::split(f[12], '|'))
         if (!trim(g).empty()) j.gpu_types.emplace_back(trim(g));
     }
-    c.check_job(j);
-    t.jobs.push_back(std::move(j));
+    c.add(std::move(j), t);
   }
   if (!header) fail_input(path, 0, "empty file");
 }
@@ -412,6 +411,13 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
     case TraceFormat::Helios: detail::read_helios(path, lines, options, t); break;
     case TraceFormat::Auto: break;
   }
+  if (t.jobs.empty() || options.limit == 0) {  // a run of nothing is not stored
+    std::string left_out;
+    for (const auto& [what, n] : t.import_notes)
+      left_out += (left_out.empty() ? " (" : "; ") + what + " " + std::to_string(n);
+    fail_input(path, 0, t.jobs.empty() ? "no jobs in the trace" + (left_out.empty() ? "" : left_out + ")")
+                                       : "a limit of 0 jobs leaves none");
+  }
   finish(t, options.limit);
   return t;
 }
@@ -437,83 +443,6 @@ void write_trace_csv(const Trace& trace, std::ostream& out) {
     }
     out << '\n';
   }
-}
-
-Trace generate_trace(const ThroughputTable& table, const GenerateOptions& options) {
-  if (options.jobs < 0) throw InputError("number of jobs must not be negative");
-  if (!(options.mean_interarrival_s >= 0) || !std::isfinite(options.mean_interarrival_s))
-    throw InputError("mean inter-arrival time must be a non-negative number");
-  const auto by_sf = detail::types_by_scale(table, options.reference_gpu);
-  static const int kGpus[] = {1, 2, 4, 8};
-  static const double kCum[] = {0.70, 0.80, 0.95, 1.0};
-  for (int g : kGpus)
-    if (!by_sf.count(g))
-      throw InputError("throughput table" + (table.source.empty() ? "" : " " + table.source) +
-                       " has no job type measured at " + std::to_string(g) + " GPU(s) on '" +
-                       options.reference_gpu + "'");
-  Trace t;
-  t.name = "generated-" + std::to_string(options.jobs) + "-seed" + std::to_string(options.seed);
-  t.source = "generated";
-  t.format = "generated";
-  detail::Rng rng(options.seed);
-  double now = 0;
-  for (long i = 0; i < options.jobs; ++i) {
-    // Fixed draw order per job: gap, duration branch, duration exponent, GPUs, type.
-    const double gap = rng.exponential(options.mean_interarrival_s);
-    if (i > 0) now += gap;  // the first job arrives at t = 0
-    const bool short_job = rng.uniform() < 0.8;
-    const double exponent = short_job ? rng.uniform(1.5, 3.0) : rng.uniform(3.0, 4.0);
-    const double duration_s = 60.0 * std::pow(10.0, exponent);
-    const double u = rng.uniform();
-    int gpus = 8;
-    for (int k = 0; k < 4; ++k)
-      if (u < kCum[k]) {
-        gpus = kGpus[k];
-        break;
-      }
-    const auto& types = by_sf.at(gpus);
-    Job j;
-    j.id = i;
-    j.arrival_s = now;
-    j.job_type = types[rng.below(types.size())];
-    set_model_from_type(j);
-    j.gpus = gpus;
-    const double tp = *table.get(options.reference_gpu, j.job_type, gpus);
-    j.total_iterations = std::max(1.0, std::round(duration_s * tp));
-    j.duration_hint_s = duration_s;
-    t.jobs.push_back(std::move(j));
-  }
-  return t;
-}
-
-TraceSummary summarize(const Trace& trace) {
-  TraceSummary s;
-  s.jobs = static_cast<long>(trace.jobs.size());
-  if (trace.jobs.empty()) return s;
-  s.first_arrival_s = trace.jobs.front().arrival_s;
-  s.last_arrival_s = trace.jobs.front().arrival_s;
-  std::map<int, long> gpus;
-  std::map<std::string, long> types;
-  double dur_sum = 0;
-  long dur_n = 0;
-  for (const Job& j : trace.jobs) {
-    s.first_arrival_s = std::min(s.first_arrival_s, j.arrival_s);
-    s.last_arrival_s = std::max(s.last_arrival_s, j.arrival_s);
-    s.total_gpu_iterations += j.total_iterations * j.gpus;
-    ++gpus[j.gpus];
-    ++types[j.job_type];
-    if (j.duration_hint_s >= 0) {
-      dur_sum += j.duration_hint_s;
-      ++dur_n;
-    }
-  }
-  if (s.jobs > 1) s.mean_interarrival_s = (s.last_arrival_s - s.first_arrival_s) / (s.jobs - 1);
-  s.gpus_histogram.assign(gpus.begin(), gpus.end());
-  s.job_types.assign(types.begin(), types.end());
-  std::stable_sort(s.job_types.begin(), s.job_types.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  if (dur_n > 0) s.mean_duration_hint_s = dur_sum / dur_n;
-  return s;
 }
 
 }  // namespace cellsched

@@ -62,6 +62,12 @@ struct Ctx {
            (j.duration_hint_s > 0 ? " (from a duration of " + g(j.duration_hint_s) + " s)" : ""));
     if (!(j.arrival_s >= 0 && j.arrival_s <= 1e12)) fail("the arrival must be in [0, 1e12] s, got " + g(j.arrival_s));
   }
+  // Checks the job and appends it to the trace, read from this line.
+  void add(Job j, Trace& t) const {
+    check_job(j);
+    j.line = line;
+    t.jobs.push_back(std::move(j));
+  }
   int non_negative_int(std::string_view field, const char* name) const {
     const auto v = to_int(field);
     if (!v || *v < 0 || *v > std::numeric_limits<int>::max())

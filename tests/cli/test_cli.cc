@@ -149,8 +149,9 @@ TEST_F(Cli, BadClusterAndImpossibleCluster) {
   EXPECT_NE(r.err.find(yaml + ":3:"), std::string::npos) << r.err;
   r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster",
            "v100:1", "--no-db"});
-  EXPECT_EQ(r.status, 2);  // the trace has 2-GPU jobs
-  EXPECT_NE(r.err.find("asks for 2 GPUs"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 2);  // the trace has 2-GPU jobs: the first is named at its line (issue 13)
+  EXPECT_NE(r.err.find("small_test.trace:1: job 0 (Transformer, 2 GPUs) cannot run on cluster v100:1: it needs 2 GPUs"),
+            std::string::npos) << r.err;
   r = run({"simulate", "--trace", (dir_ / "missing.trace").string(), "--cluster", "v100:4",
            "--no-db"});
   EXPECT_EQ(r.status, 2);

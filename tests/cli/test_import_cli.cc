@@ -78,11 +78,16 @@ TEST_F(ImportCli, FormatOptionAndModelMap) {
 
 TEST_F(ImportCli, SimulateTakesTheFilesDirectly) {
   Result r = run({"simulate", "--trace", fixture("alibaba2023_pods.csv"), "--cluster",
-                  fixture("alibaba2023_nodes.csv"), "--policy", "fifo,crius", "--no-db", "--json"});
+                  fixture("alibaba2023_nodes.csv"), "--policy", "fifo,crius", "--no-db", "--json",
+                  "--drop-unrunnable"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["runs"].size(), 2u);
-  // The T4-only pod: Gavel's table has no T4, so the warning names it.
-  EXPECT_NE(r.err.find("warning: 1 of 4 jobs cannot run"), std::string::npos) << r.err;
+  const auto two = nlohmann::json::parse(r.out)["runs"];
+  ASSERT_EQ(two.size(), 2u);
+  // The T4-only pod: Gavel's table has no T4, so it is left out and counted.
+  for (const auto& one : two) {
+    EXPECT_EQ(one["params"]["dropped_unrunnable"], "1") << one["params"];
+    EXPECT_EQ(one["metrics"]["jobs"], 3) << one["metrics"];
+  }
   r = run({"simulate", "--trace", fixture("arena_dummy_runtime_trace.csv"), "--cluster",
            "a40:16,a10:16", "--oracle", "measured", "--cells-table", fixture("measured_cells.csv"),
            "--policy", "crius,gavel,tiresias", "--round", "60", "--no-db", "--json"});
@@ -131,6 +136,84 @@ TEST_F(ImportCli, BadRowExitsTwoWithFileAndLine) {
   r = run({"cluster", write("g.csv", "sn,cpu_milli,memory_mib,gpu,model\nn,1,1,8,G3\n")});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("g.csv:2: unknown GPU model 'G3'"), std::string::npos) << r.err;
+}
+
+// Issue 13: a job no GPU type of the cluster can run would never finish:
+// bad input at its trace line (nothing stored), or left out and counted with
+// --drop-unrunnable, in simulate, schedule and sweep.
+TEST_F(ImportCli, UnrunnableJobIsBadInputUnlessDropped) {
+  const std::string db = (dir_ / "runs.db").string();
+  Result r = run({"simulate", "--trace", fixture("alibaba2023_pods.csv"), "--cluster",
+                  fixture("alibaba2023_nodes.csv"), "--policy", "fifo", "--db", db});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(fixture("alibaba2023_pods.csv") + ":6: job 3 (openb-pod-0005: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(the trace allows it only t4); 1 of 4 jobs cannot run (--drop-unrunnable"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db));
+  const std::string big = write("big.csv",
+                                "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n"
+                                "0,0,ResNet-18 (batch size 16),,,100,1,,,,\n\n1,5,ResNet-18 (batch size 16),,,100,16,,,,\n");
+  for (const std::string verb : {"simulate", "schedule"}) {
+    std::vector<std::string> args = {verb, "--trace", big, "--cluster", "v100:8,k80:4", "--policy", "fifo"};
+    if (verb == "simulate") args.insert(args.end(), {"--db", db});
+    r = run(args);
+    EXPECT_EQ(r.status, 2) << verb;
+    EXPECT_NE(r.err.find(big + ":4: job 1 (ResNet-18, 16 GPUs) cannot run on cluster v100:8,k80:4: it needs 16 GPUs "
+                               "of one type and the cluster has at most 8 of a type"),
+              std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(db));
+  r = run({"simulate", "--trace", big, "--cluster", "v100:8,k80:4", "--policy", "fifo", "--db", db,
+           "--drop-unrunnable"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 jobs, csv, 1 unrunnable dropped)"), std::string::npos) << r.out;
+  r = run({"schedule", "--trace", big, "--cluster", "v100:8,k80:4", "--policy", "fifo", "--json", "--drop-unrunnable"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["dropped_unrunnable"], 1);
+  // Every job unrunnable: nothing to run even with the flag.
+  const std::string all = write("all.csv", "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n"
+                                           "0,0,ResNet-18 (batch size 16),,,100,16,,,,\n");
+  r = run({"simulate", "--trace", all, "--cluster", "v100:8", "--no-db", "--drop-unrunnable"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(all + ": none of the 1 jobs can run"), std::string::npos) << r.err;
+  // sweep: the generated traces have multi-GPU jobs, more than a 1-GPU cluster holds.
+  r = run({"sweep", "--rates", "2,4", "--jobs", "40", "--policy", "fifo", "--cluster", "v100:1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("generated-2jph-40-seed0: job "), std::string::npos) << r.err;
+  r = run({"sweep", "--rates", "2,4", "--jobs", "40", "--policy", "fifo", "--cluster", "v100:1", "--json",
+           "--drop-unrunnable"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& cell : nlohmann::json::parse(r.out)["results"]) {
+    EXPECT_GT(cell["dropped_unrunnable"].get<long>(), 0) << cell;
+    EXPECT_EQ(cell["jobs"].get<long>() + cell["dropped_unrunnable"].get<long>(), 40) << cell;
+  }
+}
+
+// Issue 13: a trace of no jobs, a repeated id or key: exit 2 naming the file
+// (and both lines), nothing stored.
+TEST_F(ImportCli, EmptyTraceAndDuplicatesAreBadInput) {
+  const std::string db = (dir_ / "runs.db").string();
+  const std::string h = "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,deadline_s,duration_s,command\n";
+  const std::string empty = write("empty.csv", h);
+  Result r = run({"simulate", "--trace", empty, "--cluster", "v100:8", "--db", db});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(empty + ": no jobs in the trace"), std::string::npos) << r.err;
+  const std::string dup = write("dup.csv", h + "3,0,LM (batch size 5),,,10,1,,,,\n3,1,LM (batch size 5),,,10,1,,,,\n");
+  r = run({"simulate", "--trace", dup, "--cluster", "v100:8", "--db", db});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(dup + ":3: duplicate id '3' (first on line 2)"), std::string::npos) << r.err;
+  const std::string yaml = write("c.yaml", "nodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n"
+                                           "  - {name: a, gpu_type: k80, gpus: 4}\n");
+  r = run({"simulate", "--trace", fixture("tiresias_60_job.csv"), "--cluster", yaml, "--db", db});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(yaml + ":3: duplicate node name 'a' (first on line 2)"), std::string::npos) << r.err;
+  const std::string tp = write("t.json", "{\"v100\": {\n \"('LM (batch size 5)', 1)\": {\"null\": 1.0},\n"
+                                         " \"('LM (batch size 5)', 1)\": {\"null\": 9.0}}}\n");
+  r = run({"simulate", "--trace", dup, "--cluster", "v100:8", "--throughputs", tp, "--db", db});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(tp + ":3: duplicate key '('LM (batch size 5)', 1)' (first on line 2)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(db));
 }
 
 }  // namespace

@@ -118,7 +118,15 @@ TEST(ClusterYaml, ErrorsNameFileAndLine) {
       {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 2.5\n", 4, "positive integer"},
       {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: many\n", 4, "positive integer"},
       {"nodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n  - {name: a, gpu_type: k80, gpus: 4}\n",
-       3, "duplicate node name 'a'"},
+       3, "duplicate node name 'a' (first on line 2)"},
+      // Issue 13: a repeated key is not silently the last one.
+      {"name: x\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\nnodes:\n  - {name: b, gpu_type: k80, gpus: 4}\n",
+       4, "duplicate field 'nodes' (first on line 2)"},
+      {"name: x\nname: y\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 2,
+       "duplicate field 'name' (first on line 1)"},
+      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 4\n    gpus: 8\n", 5,
+       "duplicate field 'gpus' (first on line 4)"},
+      {"nodes:\n  - {name: a, gpu_type: v100, gpus: 4, name: b}\n", 2, "duplicate field 'name' (first on line 2)"},
       {"name: x\nnodes: []\n", 2, "empty node list"},
       {"name: x\nnodes:\n", 2, "empty node list"},
       {"name: x\n", 1, "missing field 'nodes'"},
@@ -219,7 +227,7 @@ TEST(ClusterPai, BadLines) {
       {"m3,T4,96,512,x", "cap_gpu"},
       {"m3,T4,96,512,-2", "cap_gpu"},
       {"m3,T4,lots,512,2", "cap_cpu"},
-      {"m1,T4,96,512,2", "duplicate machine 'm1'"},
+      {"m1,T4,96,512,2", "duplicate machine 'm1' (first on line 1)"},
   };
   int i = 0;
   for (const auto& c : cases) {

@@ -93,6 +93,17 @@ TEST(ThroughputGavel, ErrorsNameFileAndLine) {
       {"{\n  \"v100\": {\n    \"('A', 1)\": {\"null\": \"fast\"}\n  }\n}\n", 3, "non-negative"},
       {"{\n  \"v100\": [1, 2]\n}\n", 2, "must map to an object"},
       {"[1, 2]\n", 1, "expected an object"},
+      // Issue 13: nlohmann keeps the last of two equal keys; the reader names both lines.
+      {"{\n  \"v100\": {\n    \"('A', 1)\": {\"null\": 1.0},\n    \"('A', 1)\": {\"null\": 2.0}\n  }\n}\n", 4,
+       "duplicate key '('A', 1)' (first on line 3)"},
+      {"{\n  \"v100\": {\"('A', 1)\": {\"null\": 1.0}},\n  \"k80\": {},\n  \"v100\": {}\n}\n", 4,
+       "duplicate key 'v100' (first on line 2)"},
+      {"{\"v100\": {\"('A', 1)\": {\"null\": 1.0,\n  \"null\": 3.0}}}\n", 2, "duplicate key 'null' (first on line 1)"},
+      // The same key spelled with an escape, and the same tuple spelled another way.
+      {"{\"v100\": {\n\"('A', 1)\": {\"null\": 1.0},\n\"('\\u0041', 1)\": {\"null\": 2.0}}}\n", 3,
+       "duplicate key '('A', 1)' (first on line 2)"},
+      {"{\"v100\": {\n\"(\\\"A\\\", 1)\": {\"null\": 1.0},\n\"('A',1)\": {\"null\": 2.0}}}\n", 3,
+       "names the same job type and scale factor as '(\"A\", 1)' (first on line 2)"},
   };
   int i = 0;
   for (const auto& c : cases) {

@@ -376,7 +376,7 @@ TEST(AlibabaNodes, UnknownModelsAreNamedOrMapped) {
             std::string::npos);
   const std::string dup =
       d.write("c.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,1,T4\nn1,1,1,1,T4\n");
-  EXPECT_NE(input_error([&] { load_cluster(dup); }).find(dup + ":3: duplicate node 'n1'"),
+  EXPECT_NE(input_error([&] { load_cluster(dup); }).find(dup + ":3: duplicate node 'n1' (first on line 2)"),
             std::string::npos);
 }
 

@@ -456,9 +456,9 @@ TEST(TraceDetect, Errors) {
   EXPECT_INPUT_ERROR_PREFIX(load_trace(five), five + ":2: cannot tell the trace format");
   const std::string other = dir.write("w.csv", "name,time,app,replicas,batch_size\n");
   EXPECT_INPUT_ERROR_PREFIX(load_trace(other), other + ":1: cannot tell the trace format");
-  // A Pollux workload's header is known now (issue 15): no rows, no jobs.
+  // A Pollux workload's header is known now (issue 15); no rows, no jobs: bad input (issue 13).
   const std::string pollux = dir.write("p.csv", "name,time,application,num_replicas,batch_size\n");
-  EXPECT_EQ(load_trace(pollux).format, "pollux");
+  EXPECT_INPUT_ERROR_PREFIX(load_trace(pollux), pollux + ": no jobs in the trace");
   EXPECT_INPUT_ERROR_PREFIX(load_trace(dir.path("missing.csv")),
                             dir.path("missing.csv") + ": cannot open");
 }
