@@ -143,6 +143,19 @@ int cmd_run(const std::vector<std::string>& args) {
   auto lock = runner::RunnerLock::acquire(db_path, &holder);
   if (!lock) throw InputError(db_path + ": another runner uses this state database (" + holder.text() + ")");
   db::OnlineStore store = db::OnlineStore::open(db_path);
+  // A restart with a smaller node list: an open job that no longer fits would
+  // wait forever. Bad input, before anything changes.
+  {
+    std::string too_big;
+    for (const db::OnlineJob& j : store.jobs(true))
+      if (j.gpus > cluster.total_gpus())
+        too_big += (too_big.empty() ? "" : ", ") + std::string("job ") + std::to_string(j.id) + " (" +
+                   std::to_string(j.gpus) + " GPUs)";
+    if (!too_big.empty())
+      throw InputError(nodes + ": the node list has " + std::to_string(cluster.total_gpus()) +
+                       " GPUs, too few for " + too_big + " of " + db_path +
+                       "; give a larger node list or `cellsched cancel` the job");
+  }
   o.work_dir = work_dir;
   o.stop = &g_stop;
   if (!quiet) o.log = [](const std::string& m) { std::cerr << stamp() << " " << m << std::endl; };

@@ -1,6 +1,7 @@
 #include "runner/lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -28,6 +29,18 @@ LockHolder read_holder(int fd) {
   return h;
 }
 
+// The holder writes its line right after it takes the lock, so a reader that
+// finds the lock taken may see the line of an earlier, dead holder (or none)
+// for a moment: wait up to a second for a live one.
+LockHolder read_live_holder(int fd) {
+  LockHolder h = read_holder(fd);
+  for (int i = 0; i < 100 && (h.pid <= 0 || (kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH)); ++i) {
+    usleep(10000);
+    h = read_holder(fd);
+  }
+  return h;
+}
+
 }  // namespace
 
 std::string LockHolder::text() const {
@@ -50,7 +63,7 @@ std::optional<RunnerLock> RunnerLock::acquire(const std::string& db_path, LockHo
   if (fd < 0) throw InputError(path + ": cannot open the runner lock: " + std::strerror(errno));
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    if (holder) *holder = read_holder(fd);
+    if (holder) *holder = read_live_holder(fd);
     close(fd);
     if (err == EWOULDBLOCK) return std::nullopt;
     throw InputError(path + ": cannot lock: " + std::strerror(err));
@@ -77,7 +90,7 @@ std::optional<LockHolder> runner_lock_holder(const std::string& db_path) {
   const int fd = open(lock_path(db_path).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // no runner ever ran here
   std::optional<LockHolder> out;
-  if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) out = read_holder(fd);
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) out = read_live_holder(fd);
   close(fd);
   return out;
 }

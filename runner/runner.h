@@ -11,6 +11,7 @@
 
 #include "core/cluster.h"
 #include "db/online.h"
+#include "runner/contract.h"
 
 namespace cellsched {
 class ThroughputOracle;
@@ -67,14 +68,6 @@ class Runner {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-// Job tracker: the iterations each gang of a job is launched for in a round.
-// The job's `remaining` iterations are split in proportion to the gangs'
-// expected `rates` (one per gang, the main gang first; a rate <= 0 counts as
-// the smallest positive one, all <= 0 as equal), largest remainders first, so
-// the targets sum to `remaining`; while remaining >= gangs every gang gets at
-// least one. Throws std::invalid_argument for remaining < 0 or no gangs.
-std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates);
 
 // Checks a node list for the runner (unique names, GPUs > 0); throws InputError.
 void validate_nodes(const Cluster& cluster, const std::string& source);

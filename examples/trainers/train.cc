@@ -108,10 +108,18 @@ int main(int argc, char** argv) {
     c10::Dict<std::string, torch::Tensor> state;
     for (auto& p : model->named_parameters()) state.insert(p.key(), p.value().detach().clone());
     const std::vector<char> bytes = torch::pickle_save(c10::IValue(state));
-    const std::string tmp = out + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    std::rename(tmp.c_str(), out.c_str());
+    // The contract's commit order: the whole checkpoint under OUT.N.tmp, the
+    // progress line (the commit), then the rename, which the runner finishes
+    // itself if this process dies between the two.
+    const std::string tmp = out + "." + std::to_string(n) + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      f.flush();
+      if (!f) return;  // not committed: no progress line for it
+    }
     std::ofstream(progress, std::ios::app) << "iterations=" << n << "\n";
+    std::rename(tmp.c_str(), out.c_str());
     saved = n;
   };
   double last = now_s();

@@ -67,14 +67,17 @@ def main():
         nonlocal saved
         if rank != 0 or n == saved:
             return
-        tmp = ckpt_out + ".tmp"
+        # The contract's commit order: the checkpoint in full under
+        # CKPT_OUT.N.tmp, then the progress line (the commit), then the
+        # rename. Killed between the last two, the runner finishes the rename.
+        tmp = f"{ckpt_out}.{n}.tmp"
         # A plain dict: LibTorch 1.13 (which averages forked copies) cannot
         # read the OrderedDict that state_dict() returns; torch.load and
         # load_state_dict take either.
         torch.save(dict(model.state_dict()), tmp)
-        os.replace(tmp, ckpt_out)
         with open(progress, "a") as f:
             f.write(f"iterations={n}\n")
+        os.replace(tmp, ckpt_out)
         saved = n
 
     loss = torch.tensor(float("nan"))

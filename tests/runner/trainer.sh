@@ -3,7 +3,10 @@
 # "checkpoint" is a text file holding the iterations trained so far.
 # Optional: TRAINER_STEP (seconds per iteration, default 0.05), TRAINER_LOG
 # (start/end lines, to check that no job ever runs twice at once),
-# TRAINER_ARGS (its arguments, one per line), TRAINER_FAIL (exit 3 at once).
+# TRAINER_ARGS (its arguments, one per line), TRAINER_FAIL (exit 3 at once),
+# TRAINER_DIE_AT=N with TRAINER_DIE_ONCE=FILE (once, while FILE does not
+# exist: create it and SIGKILL itself between the commit of its N-th save and
+# the rename).
 set -u
 [ -n "${TRAINER_FAIL:-}" ] && exit 3
 if [ -n "${TRAINER_ARGS:-}" ]; then
@@ -16,15 +19,26 @@ log=${TRAINER_LOG:-}
 [ "$RANK" = 0 ] || log=
 stop=0
 trap 'stop=1' TERM HUP INT
-[ -n "$log" ] && echo "start $CELLSCHED_JOB_ID $CELLSCHED_COPY $$ $(date +%s.%N)" >> "$log"
+# Times from /proc/uptime through builtins only: a child (`date`, even a
+# $(...) subshell) would die of a SIGTERM sent to the group and leave a line
+# without its time.
+read -r up _ < /proc/uptime
+[ -n "$log" ] && echo "start $CELLSCHED_JOB_ID $CELLSCHED_COPY $$ $up" >> "$log"
 n=0
 while [ "$stop" = 0 ] && [ "$n" -lt "$CELLSCHED_ITERATIONS" ]; do
   sleep "$step"
   n=$((n + 1))
   if [ "$RANK" = 0 ]; then
-    echo $((start + n)) > "$CELLSCHED_CKPT_OUT.tmp" && mv "$CELLSCHED_CKPT_OUT.tmp" "$CELLSCHED_CKPT_OUT" &&
-      echo "iterations=$n" >> "$CELLSCHED_PROGRESS"
+    # The contract's commit order: checkpoint to OUT.N.tmp, progress line (the
+    # commit), rename. A SIGTERM to the group can kill `mv` after or before
+    # its rename; the runner finishes a committed rename itself.
+    echo $((start + n)) > "$CELLSCHED_CKPT_OUT.$n.tmp" && echo "iterations=$n" >> "$CELLSCHED_PROGRESS" || continue
+    if [ "$n" = "${TRAINER_DIE_AT:-}" ] && [ ! -e "$TRAINER_DIE_ONCE" ]; then
+      : > "$TRAINER_DIE_ONCE" && kill -KILL $$
+    fi
+    mv "$CELLSCHED_CKPT_OUT.$n.tmp" "$CELLSCHED_CKPT_OUT"
   fi
 done
-[ -n "$log" ] && echo "end $CELLSCHED_JOB_ID $CELLSCHED_COPY $$ $(date +%s.%N)" >> "$log"
+read -r up _ < /proc/uptime
+[ -n "$log" ] && echo "end $CELLSCHED_JOB_ID $CELLSCHED_COPY $$ $up" >> "$log"
 exit 0
