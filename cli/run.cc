@@ -156,6 +156,9 @@ int cmd_run(const std::vector<std::string>& args) {
                        " GPUs, too few for " + too_big + " of " + db_path +
                        "; give a larger node list or `cellsched cancel` the job");
   }
+  // The lease in the store, for a runner on another host (past the OS lock's
+  // reach on a shared filesystem); stale after a minute plus two grace periods.
+  runner::take_lease(store, 60 + 2 * o.grace_s);
   o.work_dir = work_dir;
   o.stop = &g_stop;
   if (!quiet) o.log = [](const std::string& m) { std::cerr << stamp() << " " << m << std::endl; };
@@ -299,7 +302,9 @@ int cmd_status(const std::vector<std::string>& args) {
   const auto round = last ? store.round(last) : std::nullopt;
   // The runner's lock says truthfully whether one is alive (the kernel drops
   // it when the runner dies); the pid in the store is only the last one's.
-  const auto holder = runner::runner_lock_holder(db_path);
+  // A runner on another host shows through its lease (heartbeat still fresh).
+  auto holder = runner::runner_lock_holder(db_path);
+  if (!holder) holder = runner::foreign_lease(store);
   const bool runner_alive = holder.has_value();
   const std::string pid = holder ? std::to_string(holder->pid) : store.meta("runner_pid").value_or("0");
 

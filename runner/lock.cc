@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sstream>
 
 #include "core/error.h"
+#include "db/online.h"
 
 namespace cellsched::runner {
 
@@ -93,6 +96,60 @@ std::optional<LockHolder> runner_lock_holder(const std::string& db_path) {
   if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) out = read_live_holder(fd);
   close(fd);
   return out;
+}
+
+namespace {
+
+std::string this_host() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return host[0] ? host : "?";
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double meta_number(const db::OnlineStore& store, const std::string& key) {
+  const auto v = store.meta(key);
+  return v ? std::strtod(v->c_str(), nullptr) : 0;
+}
+
+}  // namespace
+
+std::optional<LockHolder> foreign_lease(const db::OnlineStore& store) {
+  LockHolder h;
+  h.pid = static_cast<long>(meta_number(store, "runner_pid"));
+  h.host = store.meta("runner_host").value_or("");
+  h.started_at = meta_number(store, "started_at");
+  const double age = now_s() - meta_number(store, "heartbeat");
+  if (h.pid <= 0 || h.host.empty() || h.host == this_host() || !(age < meta_number(store, "lease_stale_s")))
+    return std::nullopt;
+  return h;
+}
+
+void take_lease(db::OnlineStore& store, double stale_after_s) {
+  store.transaction([&] {
+    if (const auto other = foreign_lease(store))
+      throw InputError(store.path() + ": another runner holds this state database's lease (" + other->text() +
+                       ", heartbeat " + std::to_string(static_cast<long>(now_s() - meta_number(store, "heartbeat"))) +
+                       " s ago; it is taken over once its heartbeat is " +
+                       std::to_string(static_cast<long>(meta_number(store, "lease_stale_s"))) + " s old)");
+    const std::string now = std::to_string(now_s());
+    store.set_meta("runner_pid", std::to_string(getpid()));
+    store.set_meta("runner_host", this_host());
+    store.set_meta("started_at", now);
+    store.set_meta("heartbeat", now);
+    store.set_meta("lease_stale_s", std::to_string(stale_after_s));
+  });
+}
+
+void renew_lease(db::OnlineStore& store) {
+  store.transaction([&] { store.set_meta("heartbeat", std::to_string(now_s())); });
+}
+
+void release_lease(db::OnlineStore& store) {
+  store.transaction([&] { store.set_meta("runner_pid", "0"); });
 }
 
 }  // namespace cellsched::runner

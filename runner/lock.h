@@ -7,6 +7,10 @@
 #include <optional>
 #include <string>
 
+namespace cellsched::db {
+class OnlineStore;
+}
+
 namespace cellsched::runner {
 
 struct LockHolder {
@@ -34,5 +38,20 @@ class RunnerLock {
 
 // Who holds `db_path`'s runner lock right now; nullopt when no live runner does.
 std::optional<LockHolder> runner_lock_holder(const std::string& db_path);
+
+// The lease in the store (online_meta: runner_pid, runner_host, started_at,
+// heartbeat, lease_stale_s), beside the OS lock: flock does not reach across
+// hosts on every shared filesystem (NFS), the store does. Taken in one
+// immediate transaction after the OS lock. On this host the OS lock decides
+// (a lease left by a dead runner here is simply taken over); a lease of another
+// host is refused while its heartbeat is younger than its `lease_stale_s`.
+// Throws InputError naming the holder.
+void take_lease(db::OnlineStore& store, double stale_after_s);
+// The holder's heartbeat (each round, and every few seconds between).
+void renew_lease(db::OnlineStore& store);
+// A clean stop: the lease is given back (runner_pid 0).
+void release_lease(db::OnlineStore& store);
+// Another host's live lease (heartbeat younger than its lease_stale_s), if any.
+std::optional<LockHolder> foreign_lease(const db::OnlineStore& store);
 
 }  // namespace cellsched::runner

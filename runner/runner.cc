@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/schedule.h"
+#include "runner/lock.h"
 #include "scheduler/policy.h"
 #include "scheduler/replay.h"
 
@@ -226,8 +227,6 @@ void Runner::Impl::run() {
     store.set_meta("policy", o.policy);
     store.set_meta("executor", executor.name());
     store.set_meta("round_s", std::to_string(o.round_s));
-    store.set_meta("runner_pid", std::to_string(getpid()));
-    store.set_meta("started_at", std::to_string(unix_now()));
   });
   recover();
   long rounds = 0;
@@ -239,17 +238,19 @@ void Runner::Impl::run() {
     const int64_t number = store.last_round() + 1;
     round(number, t0);
     ++rounds;
+    double beat = unix_now();
     while (!stopping() && unix_now() < t0 + o.round_s) {
       sleep_s(std::min(o.poll_s, t0 + o.round_s - unix_now()));
       refresh_jobs();
       poll();
+      if (unix_now() - beat >= 5) renew_lease(store), beat = unix_now();
       if (o.until_idle && jobs.empty()) break;
     }
     if (o.until_idle && jobs.empty()) break;
     if (o.max_rounds >= 0 && rounds >= o.max_rounds) break;
   }
   shutdown();
-  store.transaction([&] { store.set_meta("runner_pid", "0"); });
+  release_lease(store);
 }
 
 Runner::Runner(db::OnlineStore& store, Cluster cluster, const Executor& executor,

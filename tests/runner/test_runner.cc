@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/online.h"
 #include "runner/runner.h"
 #include "tests/support/subprocess.h"
 
@@ -456,6 +457,39 @@ TEST_F(Runner, OneRunnerPerStateDatabase) {
   EXPECT_TRUE((sb == 0 && sc == 2) || (sb == 2 && sc == 0)) << sb << " " << sc << "\n" << runner_logs();
   const json j = status()["jobs"][0];
   EXPECT_EQ(j["state"], "done") << j.dump(2);
+}
+
+// The lease in the store stands for a runner on another host, where the OS
+// lock cannot see it: refused while its heartbeat is fresh, taken over once
+// it is stale, and given back on a clean stop.
+TEST_F(Runner, ALeaseOfAnotherHostHoldsUntilItsHeartbeatIsStale) {
+  write_nodes(kTwoNodes);
+  auto lease = [&](double age_s) {
+    auto store = cellsched::db::OnlineStore::open(db_);
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    store.transaction([&] {
+      store.set_meta("runner_pid", "4242");
+      store.set_meta("runner_host", "elsewhere");
+      store.set_meta("started_at", std::to_string(now - age_s));
+      store.set_meta("heartbeat", std::to_string(now - age_s));
+      store.set_meta("lease_stale_s", "60");
+    });
+  };
+  lease(1);
+  const Result r = run({"run", "--nodes", nodes_, "--db", db_, "--until-idle"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("another runner holds this state database's lease (pid 4242 on host elsewhere"),
+            std::string::npos) << r.err;
+  json st = status();
+  EXPECT_TRUE(st["runner"]["alive"].get<bool>()) << st.dump(2);
+  EXPECT_EQ(st["runner"]["host"], "elsewhere") << st.dump(2);
+  lease(120);  // that runner died 2 minutes ago
+  EXPECT_FALSE(status()["runner"]["alive"].get<bool>());
+  const Result ok = run({"run", "--nodes", nodes_, "--db", db_, "--until-idle"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  auto store = cellsched::db::OnlineStore::open(db_);
+  EXPECT_EQ(store.meta("runner_pid").value_or("?"), "0");
+  EXPECT_NE(store.meta("runner_host").value_or("elsewhere"), "elsewhere");
 }
 
 // HadarE forks copies of the PyTorch example; the runner averages their
