@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "runner/contract.h"
 #include "runner/process.h"
 #include "scheduler/malle_alloc.h"
 
@@ -94,13 +95,13 @@ std::string capture(const std::vector<std::string>& argv, double timeout_s = 20)
   return out;
 }
 
-// Iterations a launch trained: its progress file's last `iterations=N`.
-double launch_iterations(const fs::path& progress) {
-  std::ifstream in(progress);
-  std::string line;
-  double n = 0;
-  while (std::getline(in, line))
-    if (line.rfind("iterations=", 0) == 0) n = std::atof(line.c_str() + 11);
+// Iterations launch k of a job trained (its progress file's last complete
+// `iterations=N` line), with its checkpoint commit finished (contract.h), so
+// launch-k.pt holds exactly those iterations.
+double settle_launch(const fs::path& dir, int k) {
+  const std::string stem = "launch-" + std::to_string(k);
+  const double n = std::max(0.0, read_progress((dir / (stem + ".progress")).string()));
+  commit_checkpoint((dir / (stem + ".pt")).string(), n);
   return n;
 }
 
@@ -132,7 +133,7 @@ class Scavenger {
       for (int k = 0;; ++k) {  // what earlier scavengers trained (resumable)
         const fs::path p = s.dir / ("launch-" + std::to_string(k) + ".progress");
         if (!fs::exists(p) && !fs::exists(s.dir / ("launch-" + std::to_string(k) + ".log"))) break;
-        s.done += launch_iterations(p);
+        s.done += settle_launch(s.dir, k);
         s.next_k = k + 1;
       }
       s.finished = s.done >= j.iterations;
@@ -178,7 +179,7 @@ void Scavenger::settle(double now) {
       continue;
     }
     JobState& s = state_[l.job];
-    const double n = launch_iterations(s.dir / ("launch-" + std::to_string(l.k) + ".progress"));
+    const double n = settle_launch(s.dir, l.k);
     s.done += n;
     if (l.running_since_s >= 0) report_.node_s += static_cast<double>(l.nodes.size()) * (now - l.running_since_s);
     if (l.claim_seen_s >= 0) report_.release_max_s = std::max(report_.release_max_s, now - l.claim_seen_s);
