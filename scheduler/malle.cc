@@ -41,6 +41,7 @@ struct MState {
   int windows_sampled = 0;    // windows that ended with a sample
   ScalingAdvisor advisor{1};
   double error_after_3 = -1;
+  std::vector<int> window_sizes;  // of the first 3 sampled windows
 };
 
 class Sim {
@@ -72,6 +73,8 @@ class Sim {
   void stop(size_t j, bool lose_work);
   void end_window(MState& s);
   void sample(MState& s);
+  std::vector<int> explore_sizes(const ScalingAdvisor& advisor, double rescale_s,
+                                 const std::vector<AllocClass>& classes) const;
   bool usable(int n, double t) const { return host_.owner()[n] == -1 && claims_[n] - o_.grace_s > t + 1e-6; }
   void record_occupancy(double t);
 
@@ -116,9 +119,24 @@ void Sim::sample(MState& s) {
   const double sd = o_.advisor_noise * std::sqrt(o_.probe_s / std::max(o_.probe_s, s.seg_productive));
   std::normal_distribution<double> noise(0.0, sd);
   const double measured = s.job->truth.at(n) * std::max(0.5, 1 + noise(rng_));
-  if (s.seg_sampled) s.advisor.replace_last(n, measured);
-  else s.advisor.add_sample(n, measured);
+  const double weight = std::max(o_.probe_s, s.seg_productive) / o_.probe_s;  // how long it measured
+  if (s.seg_sampled) s.advisor.replace_last(n, measured, weight);
+  else s.advisor.add_sample(n, measured, weight);
   s.seg_sampled = true;
+}
+
+// While the advisor explores a job, it may start or move only to the size a
+// window of each class would teach the most about (ScalingAdvisor::explore_size);
+// the first window is the allocator's choice.
+std::vector<int> Sim::explore_sizes(const ScalingAdvisor& advisor, double rescale_s,
+                                    const std::vector<AllocClass>& classes) const {
+  if (!advisor.exploring(o_.explore_until)) return {};
+  std::vector<int> sizes(classes.size(), 0);
+  for (size_t c = 0; c < classes.size(); ++c) {
+    const double weight = (classes[c].window_s - rescale_s) / o_.probe_s;  // the window in probe lengths
+    sizes[c] = advisor.explore_size(classes[c].nodes, weight, o_.explore_until);
+  }
+  return sizes;
 }
 
 void Sim::advance(double t0, double t1) {
@@ -158,7 +176,8 @@ void Sim::advance(double t0, double t1) {
 void Sim::end_window(MState& s) {
   if (policy_ != MallePolicy::advisor || s.nodes.empty() || s.seg_productive <= 0) return;
   if (!s.seg_sampled || s.seg_productive > 2 * o_.probe_s) sample(s);  // the whole window's measurement
-  if (++s.windows_sampled == 3) s.error_after_3 = curve_error(s.advisor.curve(), s.job->truth);
+  if (++s.windows_sampled <= 3) s.window_sizes.push_back(static_cast<int>(s.nodes.size()));
+  if (s.windows_sampled == 3) s.error_after_3 = curve_error(s.advisor.curve(), s.job->truth);
 }
 
 void Sim::stop(size_t j, bool lose_work) {
@@ -247,9 +266,7 @@ void Sim::decide(double t) {
     if (cls == -1) a.moved = true;
     a.current_class = cls >= 0 ? cls : -1;
     a.current_nodes = cls >= 0 ? kept : 0;
-    if (policy_ == MallePolicy::advisor && s.advisor.distinct_sizes() < 2)
-      for (int n = 1; n <= a.curve.max_nodes(); ++n)
-        if (s.advisor.sampled(n)) a.exclude.push_back(n);
+    if (policy_ == MallePolicy::advisor) a.explore = explore_sizes(s.advisor, a.rescale_s, classes);
     active.push_back(j);
     jobs.push_back(std::move(a));
   }
@@ -347,7 +364,7 @@ MalleResult Sim::run() {
     for (const MState& s : m_) {
       if (s.advisor.samples() == 0) continue;
       r_.curves.push_back({s.job->id, s.job->name, s.advisor.t1(), s.advisor.sigma(), s.advisor.samples(),
-                           s.error_after_3, curve_error(s.advisor.curve(), s.job->truth)});
+                           s.error_after_3, curve_error(s.advisor.curve(), s.job->truth), s.window_sizes});
     }
   return r_;
 }

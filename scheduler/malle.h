@@ -44,6 +44,7 @@ struct MalleOptions {
   double advisor_noise = 0.03;    // relative noise of a sampled throughput
   double prior_sigma = 0.1;       // the advisor's Amdahl prior before two sizes are sampled
   double probe_s = 60;            // productive seconds at a size before the advisor samples it
+  double explore_until = 1;       // the advisor explores until its fit's uncertainty is at most this (ScalingAdvisor::uncertainty)
   uint64_t seed = 0;
   Reclaim reclaim = Reclaim::preempt;
   double end_s = -1;              // measure until (< 0: the primary workload's last arrival, else its last completion)
@@ -62,6 +63,7 @@ struct LearnedCurve {
   int samples = 0;
   double error_after_3 = -1;  // largest relative error vs the true curve after 3 windows (-1: fewer)
   double error = -1;          // the same for the final fit
+  std::vector<int> window_sizes;  // nodes in its first 3 sampled windows
 };
 
 struct MalleResult {

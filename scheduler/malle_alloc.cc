@@ -18,25 +18,22 @@ double alloc_value(const std::vector<AllocClass>& classes, const AllocJob& job, 
   return productive > 0 ? job.curve.speedup(nodes) * productive : 0;
 }
 
-std::vector<int> candidate_sizes(const AllocJob& job, int class_nodes) {
+std::vector<int> candidate_sizes(const AllocJob& job, int cls, int class_nodes) {
   const int cap = std::min(job.curve.max_nodes(), class_nodes);
   std::vector<int> s;
+  if (cls >= 0 && cls < static_cast<int>(job.explore.size())) {
+    const bool here = !job.moved && job.current_class == cls && job.current_nodes >= 1 && job.current_nodes <= cap;
+    if (job.explore[cls] >= 1 && job.explore[cls] <= cap) s.push_back(job.explore[cls]);
+    if (here && job.current_nodes != job.explore[cls]) s.push_back(job.current_nodes);
+    std::sort(s.begin(), s.end());
+    return s;
+  }
   // Every size up to 16, then steps of about a quarter (20, 24, 32, 40, ...).
   for (int n = 1; n <= cap; n = n < 16 ? n + 1 : n + std::max(4, n / 4 / 4 * 4)) s.push_back(n);
   for (int n : {cap, job.current_nodes})
     if (n >= 1 && n <= cap) s.push_back(n);
   std::sort(s.begin(), s.end());
   s.erase(std::unique(s.begin(), s.end()), s.end());
-  if (job.current_nodes == 0 && !job.exclude.empty()) {
-    std::vector<int> kept;
-    for (int n : s)
-      if (std::find(job.exclude.begin(), job.exclude.end(), n) == job.exclude.end()) kept.push_back(n);
-    // Every candidate sampled already: fall back to the next unsampled size.
-    if (kept.empty())
-      for (int n = 1; n <= cap && kept.empty(); ++n)
-        if (std::find(job.exclude.begin(), job.exclude.end(), n) == job.exclude.end()) kept.push_back(n);
-    if (!kept.empty()) s = kept;
-  }
   return s;
 }
 
@@ -52,7 +49,7 @@ std::vector<AllocChoice> allocate_milp(const std::vector<AllocClass>& classes, c
   std::vector<std::vector<int>> job_cols(jobs.size()), class_cols(classes.size());
   for (size_t j = 0; j < jobs.size(); ++j)
     for (size_t c = 0; c < classes.size(); ++c)
-      for (double best = 0; int n : candidate_sizes(jobs[j], classes[c].nodes)) {
+      for (double best = 0; int n : candidate_sizes(jobs[j], static_cast<int>(c), classes[c].nodes)) {
         // A size worth no more than a smaller one is dominated: drop it.
         const double v = alloc_value(classes, jobs[j], static_cast<int>(c), n);
         if (v <= best * (1 + 1e-12)) continue;

@@ -22,7 +22,10 @@ struct AllocJob {
   int current_nodes = 0;    // nodes held now (all in current_class)
   int current_class = -1;   // -1: holds none
   bool moved = false;       // lost nodes already: even staying costs the rescale
-  std::vector<int> exclude; // sizes not to choose when starting (the advisor's, to sample new ones)
+  // While the advisor explores the job's scaling: per class, the one size it
+  // may start or move to there (0: none); staying as it is stays allowed.
+  // Empty: no restriction.
+  std::vector<int> explore;
 };
 
 struct AllocChoice {
@@ -44,10 +47,11 @@ struct AllocStats {
 // a job that would finish early is credited only until then.
 double alloc_value(const std::vector<AllocClass>& classes, const AllocJob& job, int cls, int nodes);
 
-// The sizes considered for a job in a class: every size up to 16, then steps
-// of about a quarter, plus its largest size, the class's size and its
-// current size, capped by both.
-std::vector<int> candidate_sizes(const AllocJob& job, int class_nodes);
+// The sizes considered for a job in class `cls` of `class_nodes` nodes: every
+// size up to 16, then steps of about a quarter, plus its largest size, the
+// class's size and its current size, capped by both. A job that explores
+// (`explore` set) gets only its exploration size there and staying as it is.
+std::vector<int> candidate_sizes(const AllocJob& job, int cls, int class_nodes);
 
 // malletrain: maximizes the sum of alloc_value with one (class, size) per
 // job and each class's nodes as capacity; CBC with `time_limit_s`, the best

@@ -70,7 +70,7 @@ double brute_force(const std::vector<AllocClass>& classes, const std::vector<All
     }
     go(j + 1, value);  // not run
     for (size_t c = 0; c < classes.size(); ++c)
-      for (int n : candidate_sizes(jobs[j], classes[c].nodes)) {
+      for (int n : candidate_sizes(jobs[j], static_cast<int>(c), classes[c].nodes)) {
         if (used[c] + n > classes[c].nodes) continue;
         used[c] += n;
         go(j + 1, value + alloc_value(classes, jobs[j], static_cast<int>(c), n));
@@ -226,6 +226,104 @@ TEST(Advisor, FitsAmdahlExactlyFromTwoSizesAndCloselyWithNoise) {
   EXPECT_GE(within, 40);
 }
 
+TEST(Advisor, WeighsASampleByHowLongItMeasured) {
+  // A 100-probe measurement at 8 nodes outweighs a 1-probe one 20 % off.
+  const ScalingCurve truth = amdahl_curve(2, 0.15, 16);
+  ScalingAdvisor a(16);
+  a.add_sample(1, truth.at(1), 100);
+  a.add_sample(8, truth.at(8), 100);
+  a.add_sample(8, truth.at(8) * 1.2, 1);
+  EXPECT_LT(curve_error(a.curve(), truth), 0.01);
+  ScalingAdvisor equal(16);  // counted alike, the short one pulls the fit
+  for (double thr : {truth.at(1), truth.at(8), truth.at(8) * 1.2}) equal.add_sample(thr == truth.at(1) ? 1 : 8, thr);
+  EXPECT_GT(curve_error(equal.curve(), truth), 0.03);
+}
+
+TEST(Advisor, ExploresTheEndOfTheSizesFarthestFromThoseSeen) {
+  const ScalingCurve truth = amdahl_curve(3, 0.1, 32);
+  ScalingAdvisor small(32);
+  small.add_sample(2, truth.at(2), 10);
+  EXPECT_TRUE(small.exploring(1));
+  EXPECT_EQ(small.most_informative(32, 10), 32);
+  EXPECT_EQ(small.explore_size(8, 10, 1), 8);  // the largest the window has
+  ScalingAdvisor large(16);
+  large.add_sample(13, truth.at(13), 10);
+  EXPECT_EQ(large.most_informative(16, 10), 1);
+  EXPECT_EQ(large.explore_size(16, 10, 1), 1);
+  // Both ends measured over 10 probes each: the fit is certain enough.
+  large.add_sample(1, truth.at(1), 10);
+  EXPECT_LT(large.uncertainty(), 1);
+  EXPECT_FALSE(large.exploring(1));
+  // Sizes 1 and 2 of 32, each over 50 probes: still unsure at 32, and a
+  // window of 2 nodes would not help enough, so it is not worth taking.
+  ScalingAdvisor low(32);
+  low.add_sample(1, truth.at(1), 50);
+  low.add_sample(2, truth.at(2), 50);
+  EXPECT_TRUE(low.exploring(1));
+  EXPECT_EQ(low.explore_size(2, 50, 1), 0);
+  EXPECT_GE(low.explore_size(32, 50, 1), 16);
+  // One size is all a one-node job has: nothing to explore.
+  ScalingAdvisor one(1);
+  one.add_sample(1, 2);
+  EXPECT_FALSE(one.exploring(1));
+}
+
+// One job's first windows in holes of random sizes and lengths: the first at
+// a size the allocator picks, then the advisor's while it explores (a hole
+// not worth it is skipped), else the allocator's again.
+double error_after_3_windows(std::mt19937_64& rng, bool explore) {
+  std::uniform_real_distribution<double> u(0, 1);
+  const int max_nodes = std::vector<int>{4, 8, 16, 32}[static_cast<size_t>(u(rng) * 4)];
+  const ScalingCurve truth = amdahl_curve(1 + 9 * u(rng), 0.01 + 0.29 * u(rng), max_nodes);
+  ScalingAdvisor a(max_nodes);
+  int last = 0;
+  for (int window = 0, holes = 0; window < 3 && holes < 1000; ++holes) {
+    const int cap = 1 + static_cast<int>(u(rng) * u(rng) * 40);  // mostly small holes
+    const double weight = 1 + u(rng) * 59;                         // 60 s to an hour
+    int n = 1 + static_cast<int>(u(rng) * std::min(cap, max_nodes));
+    if (explore && a.exploring(1)) n = a.explore_size(cap, weight, 1);
+    else if (!explore && window > 0) n = std::min({cap, max_nodes, last + 1});  // a neighbouring size
+    if (n < 1) continue;
+    last = n;
+    std::normal_distribution<double> noise(0, 0.03 / std::sqrt(weight));
+    a.add_sample(n, truth.at(n) * (1 + noise(rng)), weight);
+    ++window;
+  }
+  return curve_error(a.curve(), truth);
+}
+
+TEST(Advisor, ExplorationFitsCurvesWithin10PctAfter3Windows) {
+  std::mt19937_64 rng(16);
+  int within = 0, within_unexplored = 0;
+  double worst = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const double e = error_after_3_windows(rng, true);
+    worst = std::max(worst, e);
+    within += e <= 0.10;
+    within_unexplored += error_after_3_windows(rng, false) <= 0.10;
+  }
+  EXPECT_EQ(within, 300) << "worst " << worst;
+  EXPECT_LE(within_unexplored, 290);  // neighbouring sizes (as the allocator tends to pick) miss often
+}
+
+TEST(MalleAlloc, AnExploringJobGetsOnlyItsExplorationSizeOrStays) {
+  AllocJob a;
+  a.curve = amdahl_curve(1, 0.1, 16);
+  a.explore = {16, 0, 1};
+  EXPECT_EQ(candidate_sizes(a, 0, 20), (std::vector<int>{16}));
+  EXPECT_TRUE(candidate_sizes(a, 1, 20).empty());  // not worth it there
+  a.current_class = 1;
+  a.current_nodes = 4;
+  EXPECT_EQ(candidate_sizes(a, 1, 20), (std::vector<int>{4}));  // staying stays allowed
+  EXPECT_EQ(candidate_sizes(a, 2, 3), (std::vector<int>{1}));
+  // The MILP takes the large window at 16 nodes, not the 3-node one.
+  a.current_class = -1;
+  a.current_nodes = 0;
+  a.rescale_s = 30;
+  const std::vector<AllocClass> classes = {{1000, 20}, {3000, 20}, {3000, 3}};
+  EXPECT_EQ(allocate_milp(classes, {a}, 1)[0], (AllocChoice{0, 16}));
+}
+
 TEST(Advisor, LearnsCurvesOnlineWithinAFewWindows) {
   const std::vector<HostJob> primary = random_workload(5, 150, 16);
   std::vector<MalleableJob> mix;
@@ -236,6 +334,11 @@ TEST(Advisor, LearnsCurvesOnlineWithinAFewWindows) {
     EXPECT_GE(c.samples, 2) << c.name;
     EXPECT_GE(c.error, 0);
     EXPECT_LT(c.error, 0.25) << c.name;
+    ASSERT_EQ(c.window_sizes.size(), 3u) << c.name;
+    EXPECT_LE(c.error_after_3, 0.10) << c.name;
+    // The second window explores far from the first (size 4 here): an end of 1..8.
+    EXPECT_TRUE(c.window_sizes[1] == 1 || c.window_sizes[1] == 8)
+        << c.name << ": windows at " << c.window_sizes[0] << ", " << c.window_sizes[1];
   }
   const MalleResult oracle = simulate_malleable(primary, 16, mix, MallePolicy::malletrain, MalleOptions{});
   EXPECT_GT(r.malleable_throughput(), 0.85 * oracle.malleable_throughput());
