@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "core/error.h"
 #include "runner/process.h"
 
@@ -57,6 +59,20 @@ class SshExecutor final : public Executor {
   ExecutorOptions o_;
 };
 
+// What every srun of ours carries after its placement: the name scancel
+// finds, the whole environment (the contract travels in it), the end of the
+// step when a task fails, the partition and the working directory; then the
+// command.
+std::vector<std::string> srun_tail(const ExecutorOptions& o, const std::string& name, const std::string& workdir,
+                                   const std::vector<std::string>& command) {
+  std::vector<std::string> a = {"--job-name=" + name, "--export=ALL", "--kill-on-bad-exit=1"};
+  if (!o.partition.empty()) a.push_back("--partition=" + o.partition);
+  if (!workdir.empty()) a.push_back("--chdir=" + workdir);
+  a.push_back("--");
+  a.insert(a.end(), command.begin(), command.end());
+  return a;
+}
+
 // srun -N1 -n1 --nodelist=NODE --gres=gpu:TYPE:N --job-name=NAME -- CMD ARGS.
 // Slurm sets CUDA_VISIBLE_DEVICES itself; the rest of the contract travels in
 // the environment (--export=ALL).
@@ -67,30 +83,14 @@ class SlurmExecutor final : public Executor {
   LocalCommand prepare(const ProcessRequest& r) const override {
     LocalCommand c;
     c.argv = {o_.srun, "--nodes=1", "--ntasks=1", "--nodelist=" + r.node->name,
-              "--gres=gpu:" + r.node->gpu_type + ":" + std::to_string(r.gpus),
-              "--job-name=" + r.name, "--export=ALL", "--kill-on-bad-exit=1"};
-    if (!o_.partition.empty()) c.argv.push_back("--partition=" + o_.partition);
-    if (!r.workdir.empty()) c.argv.push_back("--chdir=" + r.workdir);
-    c.argv.push_back("--");
-    c.argv.insert(c.argv.end(), r.command.begin(), r.command.end());
+              "--gres=gpu:" + r.node->gpu_type + ":" + std::to_string(r.gpus)};
+    const auto tail = srun_tail(o_, r.name, r.workdir, r.command);
+    c.argv.insert(c.argv.end(), tail.begin(), tail.end());
     c.env = r.env;
     c.workdir = r.workdir;
     return c;
   }
-  void force_stop(const std::string& name) const override {
-    const std::string path = find_executable(o_.scancel);
-    if (path.empty()) return;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const std::string arg = "--name=" + name;
-      execl(path.c_str(), path.c_str(), "--quiet", arg.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    if (pid > 0) {
-      int st = 0;
-      waitpid(pid, &st, 0);
-    }
-  }
+  void force_stop(const std::string& name) const override { slurm_cancel(o_, name); }
 
  private:
   ExecutorOptions o_;
@@ -103,6 +103,33 @@ std::unique_ptr<Executor> make_executor(const ExecutorOptions& o) {
   if (o.kind == "ssh") return std::make_unique<SshExecutor>(o);
   if (o.kind == "slurm") return std::make_unique<SlurmExecutor>(o);
   throw InputError("unknown executor '" + o.kind + "' (local, ssh, slurm)");
+}
+
+std::vector<std::string> slurm_launch_argv(const ExecutorOptions& o, const SlurmLaunch& l) {
+  std::string list;
+  for (const std::string& n : l.nodes) list += (list.empty() ? "" : ",") + n;
+  std::vector<std::string> a = {o.srun, "--nodes=" + std::to_string(l.nodes.size()), "--ntasks-per-node=1",
+                                "--nodelist=" + list, "--time=" + std::to_string(l.minutes), "--exclusive",
+                                "--nice=10000"};
+  const auto tail = srun_tail(o, l.name, l.workdir, l.command);
+  a.insert(a.end(), tail.begin(), tail.end());
+  return a;
+}
+
+void slurm_cancel(const ExecutorOptions& o, const std::string& name) {
+  const std::string path = find_executable(o.scancel);
+  if (path.empty()) return;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string arg = "--name=" + name;
+    execl(path.c_str(), path.c_str(), "--quiet", arg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid > 0) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
 }
 
 }  // namespace cellsched::runner

@@ -54,6 +54,20 @@ struct ExecutorOptions {
 // Throws InputError for an unknown kind.
 std::unique_ptr<Executor> make_executor(const ExecutorOptions& options);
 
+// The Slurm executor's malleable launch (`cellsched scavenge`): one srun over
+// whole nodes, one task per node, within a time limit, exclusive and at the
+// lowest priority, so the trainer leaves before the next reservation.
+struct SlurmLaunch {
+  std::vector<std::string> nodes;
+  long minutes = 0;                  // --time
+  std::string name;                  // --job-name, what scancel finds
+  std::string workdir;               // --chdir
+  std::vector<std::string> command;  // wrapper and trainer argv
+};
+std::vector<std::string> slurm_launch_argv(const ExecutorOptions& options, const SlurmLaunch& launch);
+// scancel --quiet --name=NAME through `options.scancel`; nothing when it is missing.
+void slurm_cancel(const ExecutorOptions& options, const std::string& name);
+
 // Quotes one argument for a POSIX shell: 'it'\''s' (empty -> '').
 std::string shell_quote(const std::string& arg);
 

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "runner/contract.h"
+#include "runner/executor.h"
 #include "runner/process.h"
 #include "scheduler/malle_alloc.h"
 
@@ -155,6 +156,14 @@ class Scavenger {
   void stop_launch(Launch& l, double now, bool claim);
   void force(Launch& l);
   std::string ckpt_in(size_t job) const;
+  ExecutorOptions slurm_options() const {
+    ExecutorOptions e;
+    e.kind = "slurm";
+    e.srun = o_.srun;
+    e.scancel = o_.scancel;
+    e.partition = o_.partition;
+    return e;
+  }
 
   const std::vector<ScavengeJob>& jobs_;
   ScavengeOptions o_;
@@ -208,14 +217,11 @@ void Scavenger::launch(size_t job, const std::vector<std::string>& nodes, double
   std::string list;
   for (const std::string& n : nodes) list += (list.empty() ? "" : ",") + n;
   const std::string tag = "launch-" + std::to_string(l.k);
+  // Through the Slurm executor's malleable launch (executor.h).
+  SlurmLaunch sl{nodes, minutes, l.slurm_name, s.dir.string(), o_.task_wrapper};
+  sl.command.insert(sl.command.end(), j.command.begin(), j.command.end());
   SpawnSpec spec;
-  spec.argv = {o_.srun, "--nodes=" + std::to_string(nodes.size()), "--ntasks-per-node=1", "--nodelist=" + list,
-               "--time=" + std::to_string(minutes), "--job-name=" + l.slurm_name, "--exclusive", "--nice=10000", "--export=ALL",
-               "--kill-on-bad-exit=1", "--chdir=" + s.dir.string()};
-  if (!o_.partition.empty()) spec.argv.push_back("--partition=" + o_.partition);
-  spec.argv.push_back("--");
-  spec.argv.insert(spec.argv.end(), o_.task_wrapper.begin(), o_.task_wrapper.end());
-  spec.argv.insert(spec.argv.end(), j.command.begin(), j.command.end());
+  spec.argv = slurm_launch_argv(slurm_options(), sl);
   spec.env = {"CELLSCHED_JOB_ID=" + std::to_string(job), "CELLSCHED_COPY=0", "CELLSCHED_CKPT_IN=" + ckpt_in(job),
               "CELLSCHED_CKPT_OUT=" + (s.dir / (tag + ".pt")).string(),
               "CELLSCHED_PROGRESS=" + (s.dir / (tag + ".progress")).string(),
@@ -244,13 +250,7 @@ void Scavenger::stop_launch(Launch& l, double now, bool claim) {
 }
 
 void Scavenger::force(Launch& l) {
-  const std::string scancel = find_executable(o_.scancel);
-  if (!scancel.empty()) {
-    try {
-      capture({scancel, "--quiet", "--name=" + l.slurm_name});
-    } catch (const std::runtime_error&) {
-    }
-  }
+  slurm_cancel(slurm_options(), l.slurm_name);
   signal_group(l.pid, l.ticks, SIGKILL);
 }
 

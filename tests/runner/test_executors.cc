@@ -102,6 +102,14 @@ TEST(Executors, BuildTheArgvTheyDocument) {
                                          "--gres=gpu:v100:2", "--job-name=cellsched-L9-0", "--export=ALL",
                                          "--kill-on-bad-exit=1", "--chdir=/w d", "--", "train", "a b"};
   EXPECT_EQ(slurm.argv, want);
+  // The scavenger's malleable launch goes through the same executor code.
+  sl.partition = "scavenge";
+  const SlurmLaunch launch{{"node1", "node2"}, 7, "cellsched-scav-a-0", "/s", {"wrap", "train"}};
+  const std::vector<std::string> many = {"srun", "--nodes=2", "--ntasks-per-node=1", "--nodelist=node1,node2",
+                                         "--time=7", "--exclusive", "--nice=10000", "--job-name=cellsched-scav-a-0",
+                                         "--export=ALL", "--kill-on-bad-exit=1", "--partition=scavenge", "--chdir=/s",
+                                         "--", "wrap", "train"};
+  EXPECT_EQ(slurm_launch_argv(sl, launch), many);
   ExecutorOptions bad;
   bad.kind = "rsh";
   EXPECT_THROW(make_executor(bad), std::exception);
