@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -132,25 +133,12 @@ struct Settings {
   int64_t profile_id = 0, comm_id = 0;
 };
 
-// Profiles compute and comm unless ids were given; stores them.
-void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>& mbs_sizes) {
+// Profiles compute and comm unless ids were given; stores them. `between`
+// runs after each compute pass but the last (the interleaved trial rounds).
+void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>& mbs_sizes,
+                     const std::function<void(int)>& between) {
   auto store = db::ProfileStore::open(s.db_path);
-  if (s.profile_id == 0) {
-    profiler::ComputeOptions co;
-    co.device = "cpu";
-    co.device_type = "cpu";
-    co.micro_batches = mbs_sizes;
-    co.tp_degrees = {1};
-    co.repetitions = s.reps;
-    co.passes = std::min(s.passes, s.reps);
-    co.warmup = 2;
-    co.threads = s.threads;
-    auto backend = profiler::make_compute_backend(co);
-    ModelSpec m = model;
-    ProfileRun run = profiler::profile_compute(*backend, m, co);
-    s.profile_id = store.save(run);
-    std::cerr << "compute profile " << s.profile_id << " stored\n";
-  }
+  // Comm first: the compute passes are the ones the trial rounds interleave with.
   if (s.comm_id == 0) {
     profiler::CommOptions cm;
     cm.backend = "gloo";
@@ -172,6 +160,23 @@ void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>
     s.comm_id = store.save(run);
     std::cerr << "comm profile " << s.comm_id << " stored\n";
   }
+  if (s.profile_id == 0) {
+    profiler::ComputeOptions co;
+    co.device = "cpu";
+    co.device_type = "cpu";
+    co.micro_batches = mbs_sizes;
+    co.tp_degrees = {1};
+    co.repetitions = s.reps;
+    co.passes = std::min(s.passes, s.reps);
+    co.warmup = 2;
+    co.threads = s.threads;
+    co.between_passes = between;
+    auto backend = profiler::make_compute_backend(co);
+    ModelSpec m = model;
+    ProfileRun run = profiler::profile_compute(*backend, m, co);
+    s.profile_id = store.save(run);
+    std::cerr << "compute profile " << s.profile_id << " stored\n";
+  }
 }
 
 // One calibration point: the arithmetic loop and the memory pass.
@@ -180,37 +185,61 @@ void calibrate(validate::HostObservation& host) {
   host.memory_calibration_s.push_back(validate::memory_calibration_s(host.cpus));
 }
 
-// Runs every configuration `trials` times, interleaved; returns the trials
-// per configuration. Times the calibration loop before each round and after
-// the last.
-std::vector<std::vector<Trial>> run_trials(const Settings& s, const std::vector<Config>& configs, int layers,
-                                           validate::HostObservation& host) {
-  const fs::path scratch = fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()));
-  std::vector<std::vector<Trial>> trials(configs.size());
-  const auto order = validate::interleaved_order(static_cast<int>(configs.size()), s.trials);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const auto [t, ci] = order[k];
-    if (ci == 0) calibrate(host);
-    const Config& c = configs[static_cast<size_t>(ci)];
-    validate::WorkerArgs a;
-    a.mode = c.mode;
-    a.model = s.model_name;
-    a.world = c.world;
-    a.micro_batches = c.micro_batches;
-    a.micro_batch_size = c.micro_batch_size;
-    a.split = layers / 2;
-    a.iterations = s.iterations;
-    a.warmup = s.warmup;
-    a.threads = s.threads;
-    trials[static_cast<size_t>(ci)].push_back(measure(run_config(a, scratch), c));
-    if (stderr_is_tty())
-      std::cerr << "  [" << k + 1 << "/" << order.size() << "] trial " << t + 1 << " " << config_name(c)
-                << " B=" << c.micro_batches << ": " << fixed(trials[static_cast<size_t>(ci)].back().iteration_ms, 2)
-                << " ms\n";
+// The trials: every configuration `trials` times, round-robin, one round
+// at a time (so rounds can sit between the profiling passes). Times the
+// calibration loop before each round and once after the last.
+class TrialRounds {
+ public:
+  TrialRounds(const Settings& s, const std::vector<Config>& configs, int layers, validate::HostObservation& host)
+      : s_(s), configs_(configs), layers_(layers), host_(host), trials_(configs.size()),
+        scratch_(fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()))) {}
+
+  // Runs the rounds due after compute pass `pass` (all that remain for pass < 0).
+  void after_pass(int pass) {
+    while (next_ < s_.trials &&
+           (pass < 0 || validate::round_after_pass(next_, std::max(1, std::min(s_.passes, s_.reps)), s_.trials) <= pass))
+      round(next_++);
   }
-  calibrate(host);
-  return trials;
-}
+  std::vector<std::vector<Trial>> finish() {
+    after_pass(-1);
+    calibrate(host_);
+    return std::move(trials_);
+  }
+
+ private:
+  void round(int t) {
+    calibrate(host_);
+    for (const auto& [trial, config] : validate::interleaved_order(static_cast<int>(configs_.size()), s_.trials)) {
+      if (trial != t) continue;
+      const size_t ci = static_cast<size_t>(config);
+      const Config& c = configs_[ci];
+      validate::WorkerArgs a;
+      a.mode = c.mode;
+      a.model = s_.model_name;
+      a.world = c.world;
+      a.micro_batches = c.micro_batches;
+      a.micro_batch_size = c.micro_batch_size;
+      a.split = layers_ / 2;
+      a.iterations = s_.iterations;
+      a.warmup = s_.warmup;
+      a.threads = s_.threads;
+      trials_[ci].push_back(measure(run_config(a, scratch_), c));
+      if (stderr_is_tty())
+        std::cerr << "  [" << ++done_ << "/" << configs_.size() * static_cast<size_t>(s_.trials) << "] trial " << t + 1
+                  << " " << config_name(c) << " B=" << c.micro_batches << ": "
+                  << fixed(trials_[ci].back().iteration_ms, 2) << " ms\n";
+    }
+  }
+
+  const Settings& s_;
+  const std::vector<Config>& configs_;
+  int layers_;
+  validate::HostObservation& host_;
+  std::vector<std::vector<Trial>> trials_;
+  fs::path scratch_;
+  int next_ = 0;
+  size_t done_ = 0;
+};
 
 json spread_json(const validate::Spread& sp) {
   return {{"median", sp.median}, {"q1", sp.q1}, {"q3", sp.q3}, {"min", sp.min}, {"max", sp.max}, {"n", sp.n}};
@@ -385,14 +414,17 @@ int cmd_validate(const std::vector<std::string>& args) {
   // Calibrated before the profiles too: a host that slows between profiling
   // and the trials skews every estimate against its measurement.
   calibrate(host);
-  ensure_profiles(s, model, {1, 2, 4, 8});
+  // The trial rounds interleave with the compute profile's passes (when it
+  // is taken now): profile and runs sample the same phases of the host.
+  TrialRounds rounds(s, configs, L, host);
+  ensure_profiles(s, model, {1, 2, 4, 8}, [&](int pass) { rounds.after_pass(pass); });
   const ProfileSelection sel = select_profiles(s.db_path, model, "cpu", s.profile_id, s.comm_id);
   estimator::Options eo;
   eo.optimizer = "sgd";
   eo.memory_fraction = 1;
   const estimator::CostModel cost(model, "cpu", sel.compute, sel.comm ? &*sel.comm : nullptr, eo);
 
-  const auto trials = run_trials(s, configs, L, host);
+  const auto trials = rounds.finish();
   host.end = validate::read_cpu_clock();
   const validate::HostVerdict verdict = validate::judge_host(host);
 

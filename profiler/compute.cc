@@ -141,6 +141,7 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
       samples[k].fwd_ms.insert(samples[k].fwd_ms.end(), s.fwd_ms.begin(), s.fwd_ms.end());
       samples[k].bwd_ms.insert(samples[k].bwd_ms.end(), s.bwd_ms.begin(), s.bwd_ms.end());
     }
+    if (opt.between_passes && pass + 1 < opt.passes) opt.between_passes(pass);
   }
   for (size_t k = 0; k < plan.size(); ++k) {
     const PlannedMeasurement& pm = plan[k];

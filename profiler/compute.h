@@ -30,6 +30,9 @@ struct ComputeOptions {
   // spreads over all layers instead of landing on one. 1 = all repetitions of
   // a measurement back to back.
   int passes = 1;
+  // Optional: called after pass p of every pass but the last (validate runs
+  // its trial rounds there, so profile and runs see the same host phases).
+  std::function<void(int pass)> between_passes;
   int threads = 0;                   // CPU threads (LibTorch and BLAS pools); 0 = their defaults
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
   // Bytes rewritten before each timed forward and backward so that every

@@ -20,6 +20,11 @@ std::vector<std::pair<int, int>> interleaved_order(int configs, int trials) {
   return order;
 }
 
+int round_after_pass(int round, int passes, int trials) {
+  if (passes < 1 || trials < 1 || round < 0 || round >= trials) return passes - 1;
+  return static_cast<int>(static_cast<long long>(round) * passes / trials);
+}
+
 namespace {
 
 double quantile(const std::vector<double>& sorted, double q) {

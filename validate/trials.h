@@ -14,6 +14,12 @@ namespace cellsched::validate {
 // Each entry is (trial, configuration).
 std::vector<std::pair<int, int>> interleaved_order(int configs, int trials);
 
+// Profiling and training interleaved too: round t of the trials runs after
+// profiling pass t * passes / trials (0-based), so the profile's passes and
+// the trial rounds sample the same phases of the host. With one pass every
+// round runs after the profile, as before.
+int round_after_pass(int round, int passes, int trials);
+
 // A sample's median and spread (quartiles by linear interpolation between
 // order statistics; min and max).
 struct Spread {

@@ -57,6 +57,27 @@ TEST(Plan, CachesAreFlushedOnlyForModelsThatDoNotFitInThem) {
   EXPECT_EQ(profile_compute(b, m, o).cache_flush_bytes, 0);  // 4 MiB cache, a 1.8 MB working set
 }
 
+// validate's trial rounds run between the profile's passes: the hook is
+// called after every pass but the last, after that pass's measurements.
+TEST(Plan, BetweenPassesRunsAfterEveryPassButTheLast) {
+  ComputeOptions o;
+  o.micro_batches = {1};
+  o.tp_degrees = {1};
+  o.repetitions = 6;
+  o.passes = 3;
+  FakeBackend b;
+  std::vector<std::pair<int, size_t>> hooks;  // (pass, layer timings so far)
+  o.between_passes = [&](int pass) { hooks.emplace_back(pass, b.calls.size()); };
+  ModelSpec m = model_by_name("gpt-tiny");
+  const size_t per_pass = plan_compute(m, o).size();
+  const ProfileRun run = profile_compute(b, m, o);
+  ASSERT_EQ(hooks.size(), 2u);
+  EXPECT_EQ(hooks[0], std::make_pair(0, per_pass));
+  EXPECT_EQ(hooks[1], std::make_pair(1, 2 * per_pass));
+  EXPECT_EQ(b.calls.size(), 3 * per_pass);
+  for (const auto& l : run.layers) EXPECT_EQ(l.repetitions, 6);
+}
+
 TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   ModelSpec m = model_by_name("gpt-350m");
   ComputeOptions o;

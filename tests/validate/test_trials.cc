@@ -25,6 +25,28 @@ TEST(Trials, RunRoundRobinAcrossConfigurations) {
   for (size_t i = 1; i < many.size(); ++i) EXPECT_NE(many[i].second, many[i - 1].second);
 }
 
+// Profiling passes and trial rounds interleave: round t after pass
+// t * passes / trials, every round after some pass, in order.
+TEST(Trials, RoundsSitBetweenTheProfilingPasses) {
+  using cellsched::validate::round_after_pass;
+  // 3 passes, 3 rounds: P0 T0 P1 T1 P2 T2.
+  EXPECT_EQ(round_after_pass(0, 3, 3), 0);
+  EXPECT_EQ(round_after_pass(1, 3, 3), 1);
+  EXPECT_EQ(round_after_pass(2, 3, 3), 2);
+  // One pass: every round after the profile (the old order).
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(round_after_pass(t, 1, 4), 0);
+  // 3 passes, 5 rounds: two after the first pass, two after the second, one last.
+  const std::vector<int> want = {0, 0, 1, 1, 2};
+  for (int t = 0; t < 5; ++t) EXPECT_EQ(round_after_pass(t, 3, 5), want[static_cast<size_t>(t)]) << t;
+  // More passes than rounds: rounds spread over them, never after a pass past the last.
+  for (int t = 0; t < 2; ++t) EXPECT_LT(round_after_pass(t, 5, 2), 5);
+  EXPECT_EQ(round_after_pass(1, 5, 2), 2);
+  for (int passes : {1, 2, 3, 7})
+    for (int trials : {1, 2, 3, 9})
+      for (int t = 1; t < trials; ++t)
+        EXPECT_LE(round_after_pass(t - 1, passes, trials), round_after_pass(t, passes, trials));
+}
+
 TEST(Trials, MedianAndSpreadOnHandData) {
   const Spread s = summarize({313, 442, 320});
   EXPECT_DOUBLE_EQ(s.median, 320);
