@@ -24,7 +24,7 @@ using namespace impl_util;
 // job the policy chose to (re)start may be closed by the time it would be
 // started. Such a job is not started (it used to crash here, map::at).
 void Runner::Impl::start(int64_t number, double t0,
-           std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>> plan) {
+                          std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>> plan) {
   std::erase_if(plan, [&](const auto& p) {
     const auto it = jobs.find(p.first);
     return it == jobs.end() || progress_of(it->second) >= it->second.row.iterations;

@@ -17,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "db/online.h"
+#include "runner/executor.h"
 #include "runner/runner.h"
+#include "runner/runner_impl.h"
 #include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -538,6 +540,36 @@ print(len(rows))
                           (dir_ / "check.out").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "check.out") << runner_logs();
   EXPECT_GE(std::atoi(slurp(dir_ / "check.out").c_str()), 1);
+}
+
+// The invariant behind the old `map::at` crash, deterministically: start()
+// is handed a plan for a job that settle_jobs() has just closed (no longer
+// in `jobs`) and for one already at its target; it starts neither.
+TEST(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
+  using namespace cellsched;
+  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-invariant");
+  auto store = db::OnlineStore::open((d / "state.db").string());
+  db::OnlineJob row;
+  row.iterations = 10;
+  row.command = {"/bin/true"};
+  const int64_t id = store.submit(row);
+  Cluster cluster;
+  cluster.nodes.push_back(Node{});
+  cluster.nodes[0].name = "n";
+  cluster.nodes[0].gpu_type = "v100";
+  cluster.nodes[0].gpus = 2;
+  const auto executor = runner::make_executor({});
+  runner::RunnerOptions o;
+  o.work_dir = (d / "work").string();
+  runner::Runner::Impl impl(store, cluster, *executor, nullptr, nullptr, o);
+  impl.refresh_jobs();
+  ASSERT_EQ(impl.jobs.count(id), 1u);
+  impl.jobs.at(id).row.iterations_done = 10;  // consolidated to its target meanwhile
+  const std::vector<std::vector<Placement>> gang = {{Placement{0, 1}}};
+  EXPECT_NO_THROW(impl.start(1, 0, {{id, gang}, {id + 41, gang}}));
+  EXPECT_TRUE(store.live_launches().empty());
+  EXPECT_TRUE(impl.launches.empty());
+  fs::remove_all(d);
 }
 
 // The runner's half of the checkpoint commit, on hand-made files.
