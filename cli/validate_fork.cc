@@ -3,7 +3,9 @@
 // loss, once as one gang and once as k copies whose weights are averaged
 // (equal iterations, so equal weights, runner/checkpoint.h) after every
 // round; fork efficiency(k) = iterations to the target of one gang / total
-// iterations of the k copies to the target. docs/hadar.md, "Fork efficiency".
+// iterations of the k copies to the target. --batch and --label-noise set the
+// regime (the trainer's, for every gang; the held-out set stays the same).
+// docs/hadar.md, "Fork efficiency".
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -35,7 +38,15 @@ struct ForkRun {
   int round_iterations = 25;
   int max_rounds = 100;
   double lr = 0.05;
+  int batch = 64;
+  double label_noise = 0.01;
 };
+
+std::string exact(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
 
 // Runs the trainer with `vars` added to the environment; its stdout goes to
 // `out`. Throws when it cannot start or fails.
@@ -87,7 +98,9 @@ double iterations_to_target(const ForkRun& r, const runner::CheckpointAverager& 
     for (int c = 0; c < k; ++c) {
       const std::string out = (r.dir / ("k" + std::to_string(k) + "-copy" + std::to_string(c) + ".pt")).string();
       const long data_seed = 1000003L * seed + 7919L * k + 104729L * round + c;
-      run_trainer(r, {"--data-seed", std::to_string(data_seed)},
+      run_trainer(r,
+                  {"--data-seed", std::to_string(data_seed), "--batch", std::to_string(r.batch), "--label-noise",
+                   exact(r.label_noise)},
                   {"CELLSCHED_JOB_ID=" + std::to_string(seed), "CELLSCHED_COPY=" + std::to_string(c),
                    "CELLSCHED_ITERATIONS=" + std::to_string(r.round_iterations), "CELLSCHED_CKPT_IN=" + ckpt,
                    "CELLSCHED_CKPT_OUT=" + out,
@@ -144,12 +157,16 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
       ("target-ratio", po::value(&ratio)->default_value(1e-3), "target held-out loss, as a fraction of the initial one")
       ("max-rounds", po::value(&r.max_rounds)->default_value(100), "give up after this many rounds")
       ("lr", po::value(&r.lr)->default_value(0.05, "0.05"), "SGD learning rate of every gang")
+      ("batch", po::value(&r.batch)->default_value(64), "training samples per iteration of every gang (1..1000000)")
+      ("label-noise", po::value(&r.label_noise)->default_value(0.01, "0.01"),
+       "standard deviation of the noise on the training labels (0..1000); the held-out set keeps 0.01")
       ("trainer", po::value(&trainer), "LibTorch example trainer (default: cellsched_example_trainer beside cellsched)")
       ("work-dir", po::value(&work), "scratch directory (default: a fresh one under the system temp dir)")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse("cellsched validate fork [--copies 2,4] [--seeds N] [--round-iterations N] [--json]", args, opt, {},
-             vm))
+  if (!parse("cellsched validate fork [--copies 2,4] [--seeds N] [--round-iterations N] [--batch N] "
+             "[--label-noise S] [--json]",
+             args, opt, {}, vm))
     return 0;
   const std::vector<int> copies = parse_copies(copies_s);
   if (seeds < 1 || seeds > 1000) throw InputError("--seeds must be in 1..1000");
@@ -158,6 +175,8 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   if (r.max_rounds < 1 || r.max_rounds > 100000) throw InputError("--max-rounds must be in 1..100000");
   if (!(ratio > 0 && ratio < 1)) throw InputError("--target-ratio must be in (0, 1)");
   if (!(r.lr > 0 && r.lr <= 10)) throw InputError("--lr must be in (0, 10]");
+  if (r.batch < 1 || r.batch > 1000000) throw InputError("--batch must be in 1..1000000");
+  if (!(r.label_noise >= 0 && r.label_noise <= 1000)) throw InputError("--label-noise must be in [0, 1000]");
   r.trainer = trainer.empty() ? self_dir() + "/cellsched_example_trainer" : trainer;
   std::unique_ptr<runner::CheckpointAverager> avg;
 #if defined(CELLSCHED_HAVE_TORCH)
@@ -173,7 +192,8 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   fs::create_directories(r.dir);
 
   nlohmann::json out = {{"trainer", r.trainer}, {"round_iterations", r.round_iterations},
-                        {"target_ratio", ratio}, {"lr", r.lr}, {"seeds", seeds}, {"results", nlohmann::json::array()}};
+                        {"target_ratio", ratio}, {"lr", r.lr}, {"batch", r.batch},
+                        {"label_noise", r.label_noise}, {"seeds", seeds}, {"results", nlohmann::json::array()}};
   // iterations[seed][k index]
   std::vector<std::vector<double>> its(static_cast<size_t>(seeds), std::vector<double>(copies.size(), -1));
   for (int s = 0; s < seeds; ++s) {

@@ -5,15 +5,22 @@
 // and torch.load reads), appending `iterations=N` to CELLSCHED_PROGRESS after
 // each, and stopping cleanly on SIGTERM. Usage: cellsched_example_trainer
 // [--step-sleep SECONDS] [--save-every SECONDS] [--lr LR] [--data-seed N]
-// [--eval]. --data-seed fixes the training batches (default: from the clock);
-// --eval trains nothing: it prints `loss=L`, the mean squared error of the
-// CELLSCHED_CKPT_IN weights (or the initial ones) on a fixed held-out set of
-// 4,096 samples (`cellsched validate fork` uses it).
+// [--batch N] [--label-noise S] [--eval]. --data-seed fixes the training
+// batches (default: from the clock); --batch is the samples per step (default
+// 64) and --label-noise the standard deviation of the Gaussian noise on the
+// training labels (default 0.01); bad values exit 2. --eval trains nothing: it
+// prints `loss=L`, the mean squared error of the CELLSCHED_CKPT_IN weights (or
+// the initial ones) on a fixed held-out set of 4,096 samples whose labels
+// carry noise 0.01 whatever --label-noise is (a floor of 1e-4, so the loss
+// measures the distance to the true function; `cellsched validate fork` uses
+// it).
 #include <signal.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,11 +43,25 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Whole-string numbers; false on anything else (empty, trailing text, range).
+bool parse_long(const char* s, long& v) {
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtol(s, &end, 10);
+  return *s && end && *end == 0 && errno == 0;
+}
+bool parse_double(const char* s, double& v) {
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtod(s, &end);
+  return *s && end && *end == 0 && errno == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  double step_sleep = 0, save_every = 1.0, lr = 0.05;
-  long data_seed = -1;
+  double step_sleep = 0, save_every = 1.0, lr = 0.05, label_noise = 0.01;
+  long data_seed = -1, batch = 64;
   bool eval = false;
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
@@ -57,7 +78,18 @@ int main(int argc, char** argv) {
     else if (a == "--step-sleep") step_sleep = std::atof(argv[i + 1]);
     else if (a == "--save-every") save_every = std::atof(argv[i + 1]);
     else if (a == "--lr") lr = std::atof(argv[i + 1]);
-    else {
+    else if (a == "--batch") {
+      if (!parse_long(argv[i + 1], batch) || batch < 1 || batch > 1000000) {
+        std::cerr << "--batch: '" << argv[i + 1] << "' is not a batch size in 1..1000000\n";
+        return 2;
+      }
+    } else if (a == "--label-noise") {
+      if (!parse_double(argv[i + 1], label_noise) || !std::isfinite(label_noise) || label_noise < 0 ||
+          label_noise > 1000) {
+        std::cerr << "--label-noise: '" << argv[i + 1] << "' is not a standard deviation in [0, 1000]\n";
+        return 2;
+      }
+    } else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
     }
@@ -78,7 +110,7 @@ int main(int argc, char** argv) {
   const std::string progress = env("CELLSCHED_PROGRESS", "progress.txt");
 
   torch::manual_seed(1234 + job);
-  const int inputs = 32, hidden = 64, batch = 64;
+  const int inputs = 32, hidden = 64;
   const torch::Tensor w_true = torch::randn({inputs, 1});
   torch::nn::Sequential model(torch::nn::Linear(inputs, hidden), torch::nn::ReLU(),
                               torch::nn::Linear(hidden, 1));
@@ -126,7 +158,7 @@ int main(int argc, char** argv) {
   float loss_value = 0;
   while (!g_stop && n < target) {
     const torch::Tensor x = torch::randn({batch, inputs});
-    const torch::Tensor y = x.matmul(w_true) + 0.01 * torch::randn({batch, 1});
+    const torch::Tensor y = x.matmul(w_true) + label_noise * torch::randn({batch, 1});
     const torch::Tensor loss = torch::mse_loss(model->forward(x), y);
     opt.zero_grad();
     loss.backward();

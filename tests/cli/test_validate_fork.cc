@@ -32,7 +32,10 @@ TEST_F(ValidateFork, BadOptionsExit2) {
                                              {"--target-ratio", "nan"},
                                              {"--target-ratio", "1.5"},
                                              {"--lr", "inf"},
-                                             {"--max-rounds", "0"}}) {
+                                             {"--max-rounds", "0"},
+                                             {"--batch", "0"},
+                                             {"--label-noise", "-0.5"},
+                                             {"--label-noise", "nan"}}) {
     const Result r = run(a);
     EXPECT_EQ(r.status, 2) << a[0] << " " << a[1] << ": " << r.err;
     EXPECT_FALSE(r.err.empty());
@@ -63,6 +66,43 @@ TEST_F(ValidateFork, TinyMeasurementRunsAndReportsEfficiency) {
   EXPECT_NEAR(eff, its1 / its2, 1e-12);
   EXPECT_GT(eff, 0);
   EXPECT_LE(eff, 2.0);
+}
+
+// The regime flags reach the trainer: a noisy, small-batch measurement runs
+// (one seed, a target one round of 100 iterations reaches: a few processes)
+// and says which regime it measured.
+TEST_F(ValidateFork, NoisyRegimeFlagsReachTheTrainer) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#endif
+  const Result r = run({"--seeds", "1", "--copies", "2", "--round-iterations", "100", "--target-ratio", "0.2",
+                        "--batch", "4", "--label-noise", "0.5", "--lr", "0.01", "--max-rounds", "5",
+                        "--work-dir", (dir_ / "w").string(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["batch"], 4);
+  EXPECT_DOUBLE_EQ(j["label_noise"].get<double>(), 0.5);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_GT(j["results"][0]["iterations_to_target"][0].get<double>(), 0);
+  EXPECT_EQ(static_cast<long>(j["results"][0]["iterations_to_target"][0].get<double>()) % 100, 0);
+}
+
+// The trainer (beside cellsched, where validate fork finds it) refuses a bad
+// regime with exit 2.
+TEST_F(ValidateFork, TrainerRefusesABadRegime) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#else
+  const std::string trainer = (fs::path(CELLSCHED_BINARY).parent_path() / "cellsched_example_trainer").string();
+  for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
+           {"--batch", "0"}, {"--label-noise", "-1"}, {"--label-noise", "nan"}}) {
+    std::vector<std::string> args{trainer, "--eval"};
+    args.insert(args.end(), a.begin(), a.end());
+    const Result r = cellsched::testing::run_in(args, dir_);
+    EXPECT_EQ(r.status, 2) << a[0] << " " << a[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(a[0]), std::string::npos) << r.err;
+  }
+#endif
 }
 
 }  // namespace
