@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "cli/inputs.h"
+#include "cli/malle_mix.h"
 #include "core/throughput.h"
 #include "scheduler/oracle.h"
 #include "scheduler/malle.h"
@@ -27,18 +28,7 @@ void add_host_mode_options(po::options_description& opt, HostModeArgs& a);
 // The policies of this mode, comma-separated (its --policy default).
 inline constexpr const char* kHostModePolicies = "malletrain,freetrain,malletrain-advisor";
 
-// Reads a malleable mix: CSV with the header
-// `name,arrival_s,iterations,max_nodes,rescale_s,curve,declared`; a curve is
-// `amdahl:SIGMA:T1`, `points:T1;T2;...` (iterations/s at 1, 2, ... nodes) or
-// `table:JOB TYPE` (the throughput table at that many nodes' GPUs) or
-// `oracle:JOB TYPE` / `oracle:MODEL@BATCH` (the run's oracle: the table, or
-// tuned cells with --oracle cells); an empty
-// `declared` is the curve itself. `generate:N[:HOURS]` draws N jobs with
-// `seed`: Amdahl sigma 0.01-0.3, 1-10 iterations/s on one node, up to 4-32
-// nodes, rescales of 30-120 s, HOURS/10..HOURS (default 500) of one-node work.
-// Throws InputError with file:line.
-std::vector<MalleableJob> load_malleable_mix(const std::string& spec, const ThroughputTable& table,
-                                             const ThroughputOracle& oracle, const Cluster& cluster, uint64_t seed);
+// load_malleable_mix: cli/malle_mix.h.
 
 // Rigid node jobs from a trace: ceil(GPUs / GPUs per node) nodes, the
 // trace's duration (else iterations at the table's throughput), walltime =

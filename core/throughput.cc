@@ -61,9 +61,13 @@ void check_duplicate_keys(const std::string& path, const std::string& text) {
       if (open.empty() || !open.back().key_next) continue;
       open.back().key_next = false;
       const std::string raw = text.substr(begin, i + 1 - begin);
-      const std::string key = raw.find('\\') == std::string::npos
-                                  ? raw.substr(1, raw.size() - 2)
-                                  : nlohmann::json::parse(raw).get<std::string>();
+      std::string key;
+      try {
+        key = raw.find('\\') == std::string::npos ? raw.substr(1, raw.size() - 2)
+                                                  : nlohmann::json::parse(raw).get<std::string>();
+      } catch (const nlohmann::json::exception&) {  // not reached on text the parser took; never escapes
+        fail_input(path, line, "invalid JSON: bad string " + raw);
+      }
       const auto [it, fresh] = open.back().keys.emplace(key, line);
       if (!fresh)
         fail_input(path, line, "duplicate key '" + key + "' (first on line " + std::to_string(it->second) + ")");
@@ -178,6 +182,11 @@ std::vector<int> ThroughputTable::scale_factors(const std::string& gpu_type,
 
 ThroughputTable load_gavel_throughputs(const std::string& path) {
   const std::string text = detail::read_file(path);
+  // nlohmann ends the input at a NUL byte and accepts whatever follows unread,
+  // which the duplicate-key walk then read as JSON (fuzz_throughputs found
+  // an uncaught parse_error there). JSON has no NUL byte anywhere.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    fail_input(path, line_at(text, nul), "invalid JSON: a NUL byte");
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

@@ -7,7 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/malle_mix.h"
+#include "core/cluster.h"
+#include "core/error.h"
+#include "core/throughput.h"
 #include "db/store.h"
+#include "scheduler/oracle.h"
 #include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -124,6 +129,49 @@ TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("nodes of 4 GPUs; the cluster has 1"), std::string::npos) << r.err;
   EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
+}
+
+// Found with fuzz/fuzz_mix's reader: a curve was built at 1..max_nodes (up to
+// 100,000) and then cut to the cluster's nodes, keeping its memory, so 2,400
+// lines of max_nodes 100000 (75 KB) went past 2 GB. Every curve is checked in
+// full but keeps only the cluster's nodes.
+TEST_F(HostMode, MixCurvesKeepOnlyTheClustersNodes) {
+  using namespace cellsched;
+  const ThroughputTable table = load_gavel_throughputs(std::string(CELLSCHED_EXAMPLES) + "/data/gavel/simulation_throughputs.json");
+  const TableOracle oracle(table);
+  const Cluster cluster = parse_cluster_shorthand("v100:32");
+  const size_t nodes = cluster.nodes.size();
+  std::string mix = "name,arrival_s,iterations,max_nodes,rescale_s,curve,declared\n";
+  for (int i = 0; i < 200; ++i) mix += "a" + std::to_string(i) + ",0,1000,100000,60,amdahl:0.1:2,\n";
+  mix += "d,0,1000,100000,60,amdahl:0.1:2,amdahl:0:2\nt,0,1000,2,60,table:ResNet-50 (batch size 64),\np,0,1000,100000,60,points:";
+  for (int i = 1; i <= 100000; ++i) mix += (i > 1 ? ";" : "") + std::to_string(i);
+  mix += ",\n";
+  const auto jobs = cli::load_malleable_mix(write("big.csv", mix), table, oracle, cluster, 1);
+  ASSERT_EQ(jobs.size(), 203u);
+  const ScalingCurve want = amdahl_curve(2, 0.1, static_cast<int>(nodes));
+  for (const MalleableJob& j : jobs) {
+    const size_t n = j.name == "t" ? 2 : nodes;
+    EXPECT_EQ(j.truth.thr.size(), n) << j.name;
+    EXPECT_EQ(j.declared.thr.size(), n) << j.name;
+    EXPECT_LE(j.truth.thr.capacity(), n) << j.name;
+    EXPECT_LE(j.declared.thr.capacity(), n) << j.name;
+    if (j.name[0] == 'a') {
+      EXPECT_EQ(j.truth.thr, want.thr) << j.name;
+    } else if (j.name == "d") {
+      EXPECT_EQ(j.declared.thr, amdahl_curve(2, 0, static_cast<int>(nodes)).thr);
+    } else if (j.name == "p") {
+      EXPECT_EQ(j.truth.thr.back(), static_cast<double>(nodes));
+    }
+  }
+  // Still checked past the cluster: 99,999 points for max_nodes 100000.
+  const std::string short_points = mix.substr(0, mix.rfind(";100000")) + ",\n";
+  try {
+    cli::load_malleable_mix(write("short.csv", short_points), table, oracle, cluster, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":204: points curve: 99999 throughputs for max_nodes 100000"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -121,6 +121,11 @@ TEST(ThroughputGavel, ErrorsNameFileAndLine) {
   // A number too large for a double is nlohmann's out_of_range, not a parse error (fuzz_schedule found it there).
   const std::string huge = dir.write("huge.json", "{\"v100\": {\"('A', 1)\": {\"null\": 1e999}}}");
   EXPECT_INPUT_ERROR_PREFIX(load_gavel_throughputs(huge), huge + ": invalid JSON");
+  // nlohmann stops at a NUL byte; the duplicate-key walk went on past it and
+  // threw nlohmann's parse_error on a bad escape there (fuzz_throughputs).
+  static const char kNul[] = "{\"v100\": {}}\n\0\n{\"('A', 1)\\q\": {\"null\": 1.0}}\n";
+  const std::string nul = dir.write("nul.json", std::string(kNul, sizeof kNul - 1));
+  EXPECT_INPUT_ERROR_PREFIX(load_gavel_throughputs(nul), nul + ":2: invalid JSON: a NUL byte");
 }
 
 TEST(ThroughputGavel, SplitJobType) {

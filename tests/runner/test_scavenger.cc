@@ -50,6 +50,25 @@ std::string run(const fs::path& dir, std::vector<std::string> args, int* st = nu
   return r.out;
 }
 
+// Found with fuzz/fuzz_scavenge_jobs' reader: every job holds a curve point per
+// node up to its max_nodes, so 2,800 lines of max_nodes 100000 (63 KB) took
+// over 2 GB. The sum over the file is bounded, and the line past it is named.
+TEST(ScavengeJobs, MaxNodesOverTheFileAreBoundedAndTheLineNamed) {
+  const fs::path dir = cellsched::testing::fresh_test_dir("cellsched-scav-jobs");
+  std::string jobs = "name,iterations,max_nodes,rescale_s,curve,command\n";
+  for (int i = 0; i < 2800; ++i) jobs += "j" + std::to_string(i) + ",1,100000,0,,/bin/sh\n";
+  std::ofstream(dir / "jobs.csv") << jobs;
+  const cellsched::testing::Result r = cellsched::testing::run_in(
+      {CELLSCHED_BINARY, "scavenge", "--slurm", "--jobs", (dir / "jobs.csv").string(), "--state", (dir / "state").string()},
+      dir);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find((dir / "jobs.csv").string() + ":102: the jobs' max_nodes add up to more than 10000000"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "state"));
+  fs::remove_all(dir);
+}
+
 std::string field(const std::string& text, const std::string& key) {
   const auto p = text.find(key + "=");
   if (p == std::string::npos) return "";
