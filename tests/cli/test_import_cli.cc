@@ -183,7 +183,8 @@ TEST_F(ImportCli, UnrunnableJobIsBadInputUnlessDropped) {
   r = run({"sweep", "--rates", "2,4", "--jobs", "40", "--policy", "fifo", "--cluster", "v100:1", "--json",
            "--drop-unrunnable"});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& cell : nlohmann::json::parse(r.out)["results"]) {
+  const nlohmann::json sweep = nlohmann::json::parse(r.out);  // (a temporary's element would dangle)
+  for (const auto& cell : sweep["results"]) {
     EXPECT_GT(cell["dropped_unrunnable"].get<long>(), 0) << cell;
     EXPECT_EQ(cell["jobs"].get<long>() + cell["dropped_unrunnable"].get<long>(), 40) << cell;
   }
