@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -40,7 +39,7 @@ long line_of_key(const std::string& text, const std::string& outer, const std::s
 void check_duplicate_keys(const std::string& path, const std::string& text) {
   struct Object {
     bool is_object = false, key_next = false;
-    std::map<std::string, long> keys;
+    detail::FirstSeen keys{"key"};
   };
   std::vector<Object> open;
   long line = 1;
@@ -49,7 +48,7 @@ void check_duplicate_keys(const std::string& path, const std::string& text) {
     if (c == '\n') {
       ++line;
     } else if (c == '{' || c == '[') {
-      open.push_back({c == '{', c == '{', {}});
+      open.push_back({c == '{', c == '{', detail::FirstSeen("key")});
     } else if ((c == '}' || c == ']') && !open.empty()) {
       open.pop_back();
     } else if (c == ',' && !open.empty()) {
@@ -68,9 +67,7 @@ void check_duplicate_keys(const std::string& path, const std::string& text) {
       } catch (const nlohmann::json::exception&) {  // not reached on text the parser took; never escapes
         fail_input(path, line, "invalid JSON: bad string " + raw);
       }
-      const auto [it, fresh] = open.back().keys.emplace(key, line);
-      if (!fresh)
-        fail_input(path, line, "duplicate key '" + key + "' (first on line " + std::to_string(it->second) + ")");
+      open.back().keys.add(path, line, key);
     }
   }
 }
