@@ -298,14 +298,16 @@ double CostModel::optimizer_state_bytes_per_param() const {
 
 double CostModel::optimizer_ms(double params) const {
   // Bytes touched per parameter: read weight and gradient, read+write state, write weight.
-  const double bpv = model_.bytes_per_value;
-  const double traffic = 3 * bpv + 2 * optimizer_state_bytes_per_param();
+  return stream_ms(params, 3 * model_.bytes_per_value + 2 * optimizer_state_bytes_per_param());
+}
+
+double CostModel::stream_ms(double params, double bytes_per_param) const {
   if (source_ != Source::Profile) {
     const double total = model_.total_params();
     const double tensors = total > 0 ? param_tensors_ * params / total : 1;
-    return optimizer_step_ms(*dst_, params, traffic, tensors);
+    return optimizer_step_ms(*dst_, params, bytes_per_param, tensors);
   }
-  return params * traffic / (opt_mem_gbps_ * 1e9) * 1000.0;
+  return params * bytes_per_param / (opt_mem_gbps_ * 1e9) * 1000.0;
 }
 
 double CostModel::grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const {
@@ -412,6 +414,16 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
     st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
     st.optimizer_ms = cm.optimizer_ms(params);
+    // Backward adds each micro-batch's gradients to those already held (read
+    // both, write the sum) unless there are none yet: a replica whose
+    // gradients the step released (dp = 1) skips the first add; data-parallel
+    // replicas keep theirs as views into the all-reduce buffer (DDP's
+    // gradient_as_bucket_view), so every micro-batch adds and the step zeroes
+    // the buffer (a write, with its read for ownership).
+    const int adds = sp.dp > 1 ? B : B - 1;
+    st.accumulate_ms = cm.stream_ms(params, 3 * bpv) * adds / B;
+    s[static_cast<size_t>(j)] += st.accumulate_ms;
+    if (sp.dp > 1) st.optimizer_ms += cm.stream_ms(params, 2 * bpv);
     st.params_bytes = params * bpv;
     st.grads_bytes = params * bpv;
     st.optimizer_bytes = params * cm.optimizer_state_bytes_per_param();

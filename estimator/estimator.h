@@ -75,7 +75,8 @@ struct StageEstimate {
   double send_ms = 0;                // activations out + gradients back, one micro-batch (0 for the last)
   double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients, the part not hidden by backward
   double grad_sync_total_ms = 0;     // the whole all-reduce (overlapped or not)
-  double optimizer_ms = 0;
+  double optimizer_ms = 0;            // the step, and zeroing the gradients where they are kept
+  double accumulate_ms = 0;          // adding a micro-batch's gradients to those held, per micro-batch
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
   int in_flight = 0;                 // micro-batches whose activations are held (1F1B)
   double memory_bytes = 0;           // per GPU
@@ -93,7 +94,7 @@ struct Estimate {
   double memory_bytes = 0;             // the largest per-GPU footprint over the stages
   double memory_capacity_bytes = 0;    // usable per GPU
   // Breakdown: iteration_ms = pipeline_compute_ms + pipeline_comm_ms + sync_ms.
-  double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm
+  double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm + accumulation
   double pipeline_comm_ms = 0;         // the same form over the inter-stage sends
   double sync_ms = 0;                  // max_j(gradient all-reduce + optimizer step)
   std::vector<StageEstimate> stages;
@@ -139,6 +140,9 @@ class CostModel {
   // profile's measured bandwidth (scaled through the catalogue to another
   // type), else at the catalogue's.
   double optimizer_ms(double params) const;
+  // A memory-bound pass over `params` parameters touching `bytes_per_param`
+  // each, priced as the optimizer step is (gradient accumulation, zeroing).
+  double stream_ms(double params, double bytes_per_param) const;
   // The exposed part of a data-parallel gradient all-reduce of `bytes` over dp
   // ranks: on GPU types (overlap on) buckets of bucket_mb are reduced while the
   // last micro-batch's backward (`bwd_ms`) runs, so only what exceeds it and

@@ -1,7 +1,9 @@
 // The composition root of the profiler: the only file that knows which
 // optional backends this build has (every #if on them is here).
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -26,21 +28,42 @@ std::vector<std::string> compiled_backends() {
 
 namespace detail {
 
+int cpus_in_list(const std::string& list) {
+  int n = 0;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    const auto dash = part.find('-');
+    const int a = std::atoi(part.c_str());
+    const int b = dash == std::string::npos ? a : std::atoi(part.c_str() + dash + 1);
+    if (b >= a) n += b - a + 1;
+  }
+  return n;
+}
+
+int64_t effective_cache_bytes(int64_t reported, int sharing_cpus) {
+  if (reported <= 0 || sharing_cpus <= 0) return reported;
+  return std::min(reported, int64_t{sharing_cpus} * kCacheBytesPerCpu);
+}
+
 int64_t cpu_last_level_cache_bytes() {
   int64_t best = 0;
-  int best_level = 0;
+  int best_level = 0, sharing = 0;
   for (int i = 0; i < 16; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream level(dir + "level"), size(dir + "size");
+    std::ifstream level(dir + "level"), size(dir + "size"), shared(dir + "shared_cpu_list");
     int lv = 0;
-    std::string sz;
+    std::string sz, cpus;
     if (!(level >> lv) || !(size >> sz) || sz.empty()) continue;
     int64_t bytes = std::atoll(sz.c_str());
     if (sz.back() == 'K') bytes <<= 10;
     else if (sz.back() == 'M') bytes <<= 20;
-    if (lv >= best_level && bytes > 0) best_level = lv, best = bytes;
+    if (lv >= best_level && bytes > 0) {
+      best_level = lv, best = bytes;
+      sharing = (shared >> cpus) ? cpus_in_list(cpus) : 0;
+    }
   }
-  return best;
+  return effective_cache_bytes(best, sharing);
 }
 
 }  // namespace detail

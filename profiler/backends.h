@@ -30,7 +30,14 @@ std::string cuda_device_type(int index);
 std::string cuda_versions();  // "runtime 13.0, driver 13.0"
 // L2 cache bytes of device `index` (0 when it cannot tell).
 int64_t cuda_l2_cache_bytes(int index);
-// backends.cc: one instance of the CPU's last-level cache, from sysfs (0 when it cannot tell).
+// backends.cc: the CPU's last-level cache as this machine's CPUs can use it:
+// the sysfs size (0 when it cannot tell), capped at kCacheBytesPerCpu per CPU
+// that shares it. A virtual machine reports the host socket's whole cache
+// (480 MiB seen on a 2-CPU VM), of which its CPUs get a share; server parts
+// carry 1.5-5 MiB per core, so 8 MiB is generous.
+inline constexpr int64_t kCacheBytesPerCpu = int64_t{8} << 20;
+int64_t effective_cache_bytes(int64_t reported, int sharing_cpus);
+int cpus_in_list(const std::string& list);  // "0-3,8" -> 5
 int64_t cpu_last_level_cache_bytes();
 
 // gloo_comm.cc (LibTorch c10d + Gloo), nccl_comm.cc (NCCL).

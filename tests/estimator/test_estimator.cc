@@ -61,18 +61,21 @@ TEST(Estimator, TwoStagePipelineByHand) {
   const Estimate e = estimate(cm, cell, p);
   ASSERT_TRUE(e.feasible);
   EXPECT_EQ(e.basis, Basis::Measured);
-  // s_j = 2 layers x (2 + 4) ms = 12; 1F1B: 12 x 3 + 24 = 60.
+  // s_j = 2 layers x (2 + 4) ms = 12, plus the gradient adds of micro-batches
+  // 2..4 spread over the 4: 2000 params x 12 B / 200 GB/s x 3/4 = 9e-5 ms;
+  // 1F1B: s x 3 + 2 s.
   EXPECT_DOUBLE_EQ(e.stages[0].fwd_ms, 4);
   EXPECT_DOUBLE_EQ(e.stages[0].bwd_ms, 8);
-  EXPECT_DOUBLE_EQ(e.pipeline_compute_ms, 60);
+  EXPECT_NEAR(e.stages[0].accumulate_ms, 9e-5, 1e-15);
+  EXPECT_NEAR(e.pipeline_compute_ms, 60 + 5 * 9e-5, 1e-12);
   // Activations of 2 x 100 B: send_recv(200 B) = 5 + 45 x 100/900 = 10 us, out and back.
   EXPECT_NEAR(e.stages[0].send_ms, 0.020, 1e-12);
   EXPECT_DOUBLE_EQ(e.stages[1].send_ms, 0);
   EXPECT_NEAR(e.pipeline_comm_ms, 0.020 * 3 + 0.020, 1e-12);
   // SGD step: 2000 params x 12 B / 200 GB/s (catalogue cpu) = 1.2e-4 ms.
   EXPECT_NEAR(e.sync_ms, 1.2e-4, 1e-12);
-  EXPECT_NEAR(e.iteration_ms, 60.08012, 1e-9);
-  EXPECT_NEAR(e.samples_per_s, 8 / 0.06008012, 1e-6);
+  EXPECT_NEAR(e.iteration_ms, 60.08012 + 5 * 9e-5, 1e-9);
+  EXPECT_NEAR(e.samples_per_s, 8 / (0.06008012 + 5 * 9e-8), 1e-6);
   // Memory: 8000 B weights + 8000 grads + saved 2 layers x 200 B x 2 samples x in-flight
   // (stage 0 holds min(B, S) = 2, stage 1 holds 1) + 2 x the largest activation (200 B).
   EXPECT_DOUBLE_EQ(e.stages[0].memory_bytes, 8000 + 8000 + 1600 + 400);
@@ -90,12 +93,48 @@ TEST(Estimator, DataParallelGradientSyncUsesTheAlphaBetaFitBeyondTheRange) {
   p.micro_batch_size = 4;
   p.stages = {{0, 4, 2, 1}};
   const Estimate e = estimate(cm, cell, p);
-  // Each replica: 2 samples, 4 layers x 6 ms = 24 ms.
-  EXPECT_DOUBLE_EQ(e.pipeline_compute_ms, 24);
+  // Each replica: 2 samples, 4 layers x 6 ms = 24 ms, plus adding its one
+  // micro-batch's gradients into the all-reduce buffer (4000 x 12 B).
+  const double add = 4000 * 12 / 200e9 * 1e3, zero = 4000 * 8 / 200e9 * 1e3;
+  EXPECT_NEAR(e.pipeline_compute_ms, 24 + add, 1e-12);
   // 16000 B of gradients, beyond 1000 B: fit 0 + 0.1 us/B = 1600 us.
   EXPECT_NEAR(e.stages[0].grad_sync_ms, 1.6, 1e-9);
-  EXPECT_NEAR(e.iteration_ms, 24 + 1.6 + 4000 * 12 / 200e9 * 1e3, 1e-9);
+  // The step, and zeroing the buffer.
+  EXPECT_NEAR(e.iteration_ms, 24 + add + 1.6 + 4000 * 12 / 200e9 * 1e3 + zero, 1e-9);
   EXPECT_EQ(e.basis, Basis::Measured);
+}
+
+// Backward adds each micro-batch's gradients to those held (read both, write
+// one: 3 x 4 B per fp32 parameter), except the first micro-batch of a replica
+// whose gradients the step released; data-parallel replicas keep theirs in the
+// all-reduce buffer, so every micro-batch adds and the step zeroes it.
+TEST(Estimator, GradientAccumulationPricedPerMicroBatchAfterTheFirst) {
+  auto compute = toy_compute("cpu");
+  compute.mem_gbps = 20;
+  const auto comm = toy_comm("cpu");
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  const double add = 4000 * 12 / 20e9 * 1e3;  // all 4 layers' 4000 parameters
+  EXPECT_NEAR(cm.stream_ms(4000, 12), add, 1e-15);
+  Cell one{"toy", "cpu", 1, 1, 1};
+  Plan p;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 4, 1, 1}};
+  double prev = 0;
+  for (int b : {1, 2, 4, 8}) {
+    p.micro_batches = b;
+    const Estimate e = estimate(cm, one, p);
+    EXPECT_NEAR(e.stages[0].accumulate_ms * b, add * (b - 1), 1e-12) << b;
+    EXPECT_NEAR(e.pipeline_compute_ms, 24 * b + add * (b - 1), 1e-9) << b;
+    EXPECT_GT(e.iteration_ms, prev);
+    prev = e.iteration_ms;
+  }
+  Cell two{"toy", "cpu", 1, 2, 1};
+  p.micro_batch_size = 4;
+  p.micro_batches = 3;
+  p.stages = {{0, 4, 2, 1}};
+  const Estimate dp = estimate(cm, two, p);
+  EXPECT_NEAR(dp.stages[0].accumulate_ms, add, 1e-12);
+  EXPECT_NEAR(dp.stages[0].optimizer_ms, add + 4000 * 8 / 20e9 * 1e3, 1e-12);
 }
 
 TEST(Estimator, TensorParallelShardsFromTheirOwnProfiles) {

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/model.h"
+#include "profiler/backends.h"
 #include "profiler/comm.h"
 #include "profiler/compute.h"
 #include "profiler/cupti_records.h"
@@ -55,6 +56,25 @@ TEST(Plan, CachesAreFlushedOnlyForModelsThatDoNotFitInThem) {
   m = tiny;
   o.cache_flush_bytes = -1;
   EXPECT_EQ(profile_compute(b, m, o).cache_flush_bytes, 0);  // 4 MiB cache, a 1.8 MB working set
+}
+
+// A 2-CPU virtual machine here reports its host socket's 480 MiB L3; its own
+// share is far smaller, and with the reported size no model would be flushed.
+TEST(Plan, AReportedCacheIsCappedAtItsSharingCpusShare) {
+  using detail::cpus_in_list;
+  using detail::effective_cache_bytes;
+  EXPECT_EQ(cpus_in_list("0-1"), 2);
+  EXPECT_EQ(cpus_in_list("0-3,8"), 5);
+  EXPECT_EQ(cpus_in_list("7"), 1);
+  EXPECT_EQ(cpus_in_list(""), 0);
+  constexpr int64_t MiB = int64_t{1} << 20;
+  EXPECT_EQ(effective_cache_bytes(480 * MiB, 2), 2 * detail::kCacheBytesPerCpu);
+  EXPECT_EQ(effective_cache_bytes(32 * MiB, 16), 32 * MiB);  // a bare-metal socket: as reported
+  EXPECT_EQ(effective_cache_bytes(32 * MiB, 0), 32 * MiB);   // sharing unknown: as reported
+  EXPECT_EQ(effective_cache_bytes(0, 2), 0);
+  const ModelSpec m = model_by_name("gpt-cpu");
+  EXPECT_EQ(cache_flush_for(m, 480 * MiB), 0);
+  EXPECT_EQ(cache_flush_for(m, effective_cache_bytes(480 * MiB, 2)), 64 * MiB);
 }
 
 // validate's trial rounds run between the profile's passes: the hook is
