@@ -20,7 +20,7 @@ struct ReplayArgs {
   std::string trace_path, format, cluster_spec, throughputs, ref_gpu;
   uint64_t seed = 0;
   long limit = -1;
-  double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = 1, consolidation_s = 0;
+  double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = kDefaultForkEfficiency, consolidation_s = 0;
   std::string oracle = "table";  // "table" (Gavel's table), "cells" (tuned cells) or "measured"
   std::string cells_db;          // profiles and cell estimates (cells)
   std::string model_mix;         // Philly import onto zoo models (cells)

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/cluster.h"
+#include "core/job.h"
 #include "db/online.h"
 #include "runner/contract.h"
 
@@ -33,7 +34,7 @@ struct RunnerOptions {
   double poll_s = 0.2;          // progress files and exits are read this often
   std::string work_dir;         // launch directories (logs, exit files, progress)
   bool keep_checkpoints = false;  // keep the copies' checkpoints after averaging
-  double fork_efficiency = 1.0;   // what one iteration of a forked copy is worth
+  double fork_efficiency = kDefaultForkEfficiency;  // what one iteration of a forked copy is worth
   double restart_s = 30;          // the policies' restart overhead
   double prior_per_gpu = 1.0;     // iterations/s per GPU for a job nothing knows
   // Replay a `cellsched schedule` file instead of deciding with `policy`:

@@ -237,9 +237,13 @@ void Runner::Impl::consolidate(Entry& e) {
   c.epoch = e.row.epoch + 1;
   c.at = unix_now();
   const std::string previous = e.row.checkpoint;
+  // One checkpoint kept whole (adopted, or the best of several) is one
+  // trajectory: its iterations count in full, whichever gang trained them.
+  // Only an average of copies counts each copy's at the fork efficiency.
   if (inputs.size() == 1) {
     c.method = "adopt";
     c.output = inputs[0];
+    counted = weights[0];
   } else if (inputs.size() > 1) {
     c.output = e.row.checkpoint_dir + "/ckpt-" + std::to_string(c.epoch) + ".pt";
     std::string why;
@@ -258,10 +262,7 @@ void Runner::Impl::consolidate(Entry& e) {
       const size_t best = static_cast<size_t>(std::max_element(weights.begin(), weights.end()) - weights.begin());
       c.method = "best";
       c.output = inputs[best];
-      counted = 0;
-      for (const auto& [id, l] : launches)
-        if (l.job_id == e.row.id && l.state == "ended" && l.ckpt_out == c.output)
-          counted = l.iterations * copy_weight(l);
+      counted = weights[best];
       e.row.last_error = "averaging failed (" + why + "); kept the copy with the most iterations";
       log("job " + std::to_string(e.row.id) + ": " + e.row.last_error);
     }
@@ -270,7 +271,10 @@ void Runner::Impl::consolidate(Entry& e) {
   c.iterations = counted;
   store.transaction([&] {
     if (!c.inputs.empty()) {
-      e.row.iterations_done += counted;
+      // A copy's iterations count a fraction each, so the done count can be
+      // fractional while gangs train whole iterations (the remainder is
+      // rounded up): the job is done at its target, not past it.
+      e.row.iterations_done = std::min(e.row.iterations, e.row.iterations_done + counted);
       e.row.checkpoint = c.output;
       e.row.epoch = c.epoch;
       store.save_consolidation(c);

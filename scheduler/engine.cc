@@ -138,7 +138,8 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   run.params["round_s"] = fmt(options.round_s);
   run.params["restart_s"] = fmt(options.restart_s);
   if (options.horizon_s >= 0) run.params["horizon_s"] = fmt(options.horizon_s);
-  if (options.fork_efficiency != 1.0) run.params["fork_efficiency"] = fmt(options.fork_efficiency);
+  if (policy.name() == "hadare" || options.fork_efficiency != kDefaultForkEfficiency)
+    run.params["fork_efficiency"] = fmt(options.fork_efficiency);
   if (options.consolidation_s > 0) run.params["consolidation_s"] = fmt(options.consolidation_s);
   if (options.fork_efficiency <= 0 || options.fork_efficiency > 1)
     throw InputError("fork efficiency must be in (0, 1]");

@@ -17,7 +17,7 @@ struct SimOptions {
   double restart_s = 30;         // paid by each gang that is new in a round
   // Forked jobs (HadarE): what one iteration of a copy is worth (0..1], and
   // the seconds each round that has copies loses to consolidating them.
-  double fork_efficiency = 1.0;
+  double fork_efficiency = kDefaultForkEfficiency;
   double consolidation_s = 0;
   double horizon_s = -1;         // stop after this much simulated time (< 0: run to the end)
   // Rounds at most: a simulation that would run longer (a job at a rate too

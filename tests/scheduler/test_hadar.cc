@@ -213,6 +213,7 @@ TEST(Engine, OnlyNewGangsPayTheRestart) {
   p.copies_by_round = {{}, {{{1, 1}}}};  // round 2 adds a copy on the K80 node
   SimOptions so;
   so.horizon_s = 720;
+  so.fork_efficiency = 1.0;  // a copy's iterations count in full here
   const RunRecord r = simulate(t, c, o, p, so);
   // Round 1: main 10 x 330 = 3300. Round 2: main keeps running 10 x 360, the
   // new copy trains 5 x 330.
