@@ -210,13 +210,27 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   return in;
 }
 
-double bound_for(const Policy& policy, const ReplayInputs& in, double (&cache)[2]) {
-  // Forking (hadare) and elastic scaling (crius, up to 16 GPUs) may beat the
-  // plain bound, so they are held to the relaxed one.
-  const bool relaxed = policy.name() == "hadare" || policy.elastic();
-  double& b = cache[relaxed];
-  if (b < 0) b = makespan_lower_bound(in.trace, in.cluster, *in.oracle, 64, relaxed, relaxed ? 16 : 0);
-  return b;
+namespace {
+
+// Forking (hadare) and elastic scaling (crius, up to 16 GPUs) may beat the
+// plain bound, so they are held to the relaxed one.
+bool relaxed_bound(const Policy& policy) { return policy.name() == "hadare" || policy.elastic(); }
+
+}  // namespace
+
+Bounds::Bounds(const std::vector<std::unique_ptr<Policy>>& policies, const ReplayInputs& in) {
+  for (const auto& p : policies) {
+    const bool relaxed = relaxed_bound(*p);
+    if (pending_[relaxed].valid()) continue;
+    LowerBoundLp lp = build_lower_bound(in.trace, in.cluster, *in.oracle, 64, relaxed, relaxed ? 16 : 0);
+    pending_[relaxed] = std::async(std::launch::async, [lp = std::move(lp)] { return solve_lower_bound(lp); });
+  }
+}
+
+double Bounds::get(const Policy& policy) {
+  const bool relaxed = relaxed_bound(policy);
+  if (value_[relaxed] < 0 && pending_[relaxed].valid()) value_[relaxed] = pending_[relaxed].get();
+  return value_[relaxed];
 }
 
 }  // namespace cellsched::cli

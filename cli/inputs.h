@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -64,8 +65,18 @@ long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracl
 // that no GPU type can run is bad input (or dropped); host mode says false.
 ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
 
-// The LP lower bound that is valid for `policy` (forking and elastic
-// policies are held to the relaxed one); cached per kind in `cache`.
-double bound_for(const Policy& policy, const ReplayInputs& in, double (&cache)[2]);
+// The LP lower bounds valid for a set of policies (forking and elastic
+// policies are held to the relaxed one), each solved on its own thread while
+// the simulations run: the oracle is asked on the constructing thread, only
+// the LPs run elsewhere. get() waits, and rethrows a solver error.
+class Bounds {
+ public:
+  Bounds(const std::vector<std::unique_ptr<Policy>>& policies, const ReplayInputs& in);
+  double get(const Policy& policy);
+
+ private:
+  std::future<double> pending_[2];
+  double value_[2] = {-1, -1};
+};
 
 }  // namespace cellsched::cli

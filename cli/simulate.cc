@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -61,7 +62,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (ec || !std::filesystem::is_directory(out_dir))
       throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
   }
-  double bounds[2] = {-1, -1};
+  std::optional<Bounds> bounds;
+  if (!vm.count("no-bound")) bounds.emplace(policy_objs, in);
   std::vector<RunRecord> runs;
   for (size_t pi = 0; pi < policy_objs.size(); ++pi) {
     auto& policy = policy_objs[pi];
@@ -69,7 +71,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
                                policy->name());
     RunRecord run = simulate(trace, cluster, oracle, *policy, so);
     clear_progress();
-    const double bound = vm.count("no-bound") ? -1 : bound_for(*policy, in, bounds);
+    const double bound = bounds ? bounds->get(*policy) : -1;
     if (bound > 0) {
       run.metrics.extra["ttd_bound_s"] = bound;
       if (run.metrics.completed == run.metrics.jobs)

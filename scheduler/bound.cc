@@ -43,8 +43,21 @@ std::vector<double> interval_starts(std::vector<double> releases, int m) {
 double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
                             const ThroughputOracle& oracle, int max_intervals, bool forking,
                             int max_scale) {
+  return solve_lower_bound(build_lower_bound(trace, cluster, oracle, max_intervals, forking, max_scale));
+}
+
+double solve_lower_bound(const LowerBoundLp& b) {
+  if (b.t_col < 0) return b.t_min;
+  const LpSolution sol = solve_lp(b.lp);
+  // A hair below the LP optimum, so that solver tolerances never lift it above.
+  return std::max(sol.x[static_cast<size_t>(b.t_col)] * b.unit * (1 - 1e-9), b.t_min);
+}
+
+LowerBoundLp build_lower_bound(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
+                               int max_intervals, bool forking, int max_scale) {
   if (max_intervals < 1) throw std::invalid_argument("makespan_lower_bound: max_intervals < 1");
-  if (trace.jobs.empty()) return 0;
+  LowerBoundLp out;
+  if (trace.jobs.empty()) return out;
   const std::vector<std::string> types = cluster.gpu_types();
   const size_t K = types.size();
   std::vector<double> cap(K);
@@ -91,7 +104,7 @@ double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
     items.push_back({&r, rel, j.total_iterations, j.gpus});
     releases.push_back(rel);
   }
-  if (items.empty()) return 0;
+  if (items.empty()) return out;
 
   const std::vector<double> b = interval_starts(releases, max_intervals);
   const int m = static_cast<int>(b.size());
@@ -128,8 +141,11 @@ double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
   // Time unit U keeps the LP well scaled: g in GPU-U, T' = T / U.
   const double U = std::max(1.0, std::max(b.back(), t_min) / 1000.0);
   auto len = [&](int i) { return (b[i + 1] - b[i]) / U; };
-  LinearProgram lp;
+  out.unit = U;
+  out.t_min = t_min;
+  LinearProgram& lp = out.lp;
   const int T = lp.add_var(1.0, std::max(b.back(), t_min) / U, kLpInf);
+  out.t_col = T;
   std::vector<std::vector<int>> cap_cols(K * m);  // per (k, i)
   for (const Class& c : classes) {
     double total = 0;
@@ -188,9 +204,7 @@ double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
       }
     }
   }
-  const LpSolution sol = solve_lp(lp);
-  // A hair below the LP optimum, so that solver tolerances never lift it above.
-  return std::max(sol.x[T] * U * (1 - 1e-9), t_min);
+  return out;
 }
 
 }  // namespace cellsched

@@ -4,6 +4,7 @@
 
 #include "core/cluster.h"
 #include "core/job.h"
+#include "scheduler/lp.h"
 
 namespace cellsched {
 
@@ -31,5 +32,19 @@ class ThroughputOracle;
 double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
                             const ThroughputOracle& oracle, int max_intervals = 64,
                             bool forking = false, int max_scale = 0);
+
+// The same in two steps: build_lower_bound asks the oracle everything it
+// needs and returns the LP; solve_lower_bound touches neither the oracle nor
+// the trace, so it can run on another thread while a simulation asks the
+// oracle (simulate does, to take the bound out of its wall time).
+struct LowerBoundLp {
+  LinearProgram lp;
+  int t_col = -1;     // the makespan column (-1: no LP, the bound is t_min)
+  double unit = 1;    // seconds per LP time unit
+  double t_min = 0;   // max over jobs of release + best isolated time
+};
+LowerBoundLp build_lower_bound(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
+                               int max_intervals = 64, bool forking = false, int max_scale = 0);
+double solve_lower_bound(const LowerBoundLp& b);
 
 }  // namespace cellsched

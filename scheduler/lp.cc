@@ -71,17 +71,18 @@ LpSolution solve_lp(const LinearProgram& lp) {
     } else if (lp.presolve) {
       model.initialSolve();  // presolve + dual simplex
     } else {
-      model.dual();  // dual simplex straight from the slack basis
+      model.createStatus();  // the slack basis, whatever the last problem left
+      model.dual();          // dual simplex straight from it
     }
   };
   const bool warm = lp.col_basis.size() == static_cast<size_t>(n) && lp.row_basis.size() == static_cast<size_t>(m) && n > 0;
-  ClpSimplex model;
+  // One model per thread, loaded afresh each time: constructing a ClpSimplex
+  // (its message tables) cost more than solving a round's small LP. A cold
+  // solve starts from the slack basis, as a new model would.
+  static thread_local ClpSimplex reused;
+  ClpSimplex& model = reused;
   run(model, warm);
-  if (warm && model.status() != 0) {
-    ClpSimplex cold;
-    run(cold, false);
-    model = cold;
-  }
+  if (warm && model.status() != 0) run(model, false);
 
   switch (model.status()) {
     case 0:

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
 
 #include "core/cluster.h"
@@ -96,6 +97,27 @@ TEST(Bound, CoarserIntervalsOnlyLowerIt) {
   for (int m : {1, 2, 5, 16}) EXPECT_LE(makespan_lower_bound(t, c, o, m), exact * (1 + 1e-9)) << m;
   EXPECT_GT(exact, 0);
   EXPECT_THROW(makespan_lower_bound(t, c, o, 0), std::invalid_argument);
+}
+
+// simulate solves the bound's LP on its own thread while the policies run
+// (and solve their own LPs): the split gives the same value, on any thread.
+TEST(Bound, SolvedOnAnotherThreadWhileAnotherLpRuns) {
+  const Cluster c = nodes({{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}});
+  const FakeOracle o = v100_k80();
+  std::vector<Job> jobs;
+  for (int i = 0; i < 40; ++i)
+    jobs.push_back(make_job(i, i * i * 37.0, 1 + i % 2, 2000 + 500 * (i % 7)));
+  const Trace t = trace_of(jobs);
+  for (bool forking : {false, true}) {
+    const double whole = makespan_lower_bound(t, c, o, 64, forking, forking ? 16 : 0);
+    LowerBoundLp lp = build_lower_bound(t, c, o, 64, forking, forking ? 16 : 0);
+    auto there = std::async(std::launch::async, [&lp] { return solve_lower_bound(lp); });
+    const double here = makespan_lower_bound(t, c, o, 16, forking, forking ? 16 : 0);
+    EXPECT_EQ(there.get(), whole) << forking;
+    EXPECT_LE(here, whole * (1 + 1e-9));
+  }
+  EXPECT_EQ(build_lower_bound(trace_of({}), c, o).t_col, -1);
+  EXPECT_EQ(solve_lower_bound(build_lower_bound(trace_of({}), c, o)), 0);
 }
 
 TEST(Bound, LeavesOutJobsNoTypeCanRun) {
