@@ -86,13 +86,19 @@ TEST(Bound, HonoursReleaseTimes) {
               7000, 1e-5);
 }
 
-TEST(Bound, CoarserIntervalsOnlyLowerIt) {
-  const Cluster c = nodes({{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}});
-  const FakeOracle o = v100_k80();
+// 2 V100s and 2 K80s, and 40 jobs of mixed sizes arriving ever further apart.
+Cluster two_nodes() { return nodes({{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}}); }
+Trace forty_jobs() {
   std::vector<Job> jobs;
   for (int i = 0; i < 40; ++i)
     jobs.push_back(make_job(i, i * i * 37.0, 1 + i % 2, 2000 + 500 * (i % 7)));
-  const Trace t = trace_of(jobs);
+  return trace_of(jobs);
+}
+
+TEST(Bound, CoarserIntervalsOnlyLowerIt) {
+  const Cluster c = two_nodes();
+  const FakeOracle o = v100_k80();
+  const Trace t = forty_jobs();
   const double exact = makespan_lower_bound(t, c, o, 1000);
   for (int m : {1, 2, 5, 16}) EXPECT_LE(makespan_lower_bound(t, c, o, m), exact * (1 + 1e-9)) << m;
   EXPECT_GT(exact, 0);
@@ -102,12 +108,9 @@ TEST(Bound, CoarserIntervalsOnlyLowerIt) {
 // simulate solves the bound's LP on its own thread while the policies run
 // (and solve their own LPs): the split gives the same value, on any thread.
 TEST(Bound, SolvedOnAnotherThreadWhileAnotherLpRuns) {
-  const Cluster c = nodes({{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 2}});
+  const Cluster c = two_nodes();
   const FakeOracle o = v100_k80();
-  std::vector<Job> jobs;
-  for (int i = 0; i < 40; ++i)
-    jobs.push_back(make_job(i, i * i * 37.0, 1 + i % 2, 2000 + 500 * (i % 7)));
-  const Trace t = trace_of(jobs);
+  const Trace t = forty_jobs();
   for (bool forking : {false, true}) {
     const double whole = makespan_lower_bound(t, c, o, 64, forking, forking ? 16 : 0);
     LowerBoundLp lp = build_lower_bound(t, c, o, 64, forking, forking ? 16 : 0);
