@@ -86,7 +86,8 @@ void print_estimate(std::ostream& out, const estimator::Cell& cell, const estima
                     const estimator::Estimate& e) {
   out << "cell: " << cell.model << " on " << cell.hosts << " x " << cell.gpus_per_host << " " << cell.gpu_type
       << ", " << cell.stages << " stage(s); " << plan.micro_batches << " micro-batches of "
-      << plan.micro_batch_size << " (global batch " << plan.global_batch() << ")\n";
+      << plan.micro_batch_size << " (global batch " << plan.global_batch() << ")"
+      << (plan.recompute ? ", activations recomputed" : "") << "\n";
   Table t({"stage", "layers", "dp", "tp", "fwd ms", "bwd ms", "tp comm ms", "send ms", "sync ms", "optim ms",
            "memory GiB"});
   for (size_t j = 0; j < e.stages.size(); ++j) {
@@ -176,7 +177,7 @@ int cmd_estimate(const std::vector<std::string>& args) {
   opt.add_options()
       ("stages", po::value(&stages)->default_value(1), "pipeline stages")
       ("plan", po::value(&plan_spec)->default_value(""),
-       "dp=D,tp=T,mb=B[,mbs=M][,layers=L0:L1...]; per-stage values separated by ':'");
+       "dp=D,tp=T,mb=B[,mbs=M][,layers=L0:L1...][,recompute=1]; per-stage values separated by ':'");
   po::variables_map vm;
   if (!parse("cellsched estimate --model M --gpu-type T --gpus N --stages S --plan dp=2,tp=2,mb=8 [options]\n"
              "       cellsched estimate --validate FILE (measured GPU iterations vs estimates; --validate --help)",
@@ -208,6 +209,7 @@ int cmd_tune(const std::vector<std::string>& args) {
       ("all", "tune every cell of 1, 2, 4 ... --gpus GPUs and every stage count; store them all")
       ("pareto", po::value(&pareto)->default_value(4), "plans kept per cell (time vs memory)")
       ("force", "tune again even when the store holds the cell")
+      ("no-recompute", "plans without activation recomputation only (implies --no-db: stored cells consider it)")
       ("no-db", "do not read or write cell estimates (implied by --precision: the store keeps default-precision cells)");
   po::variables_map vm;
   if (!parse("cellsched tune --model M --gpu-type T --gpus N [--stages auto|S] [--all] [options]", args, opt, {}, vm))
@@ -219,9 +221,10 @@ int cmd_tune(const std::vector<std::string>& args) {
   tuner::TuneOptions to;
   to.global_batch = c.batch;
   to.pareto_size = pareto;
+  to.recompute = !vm.count("no-recompute");
   const int64_t pid = cm.compute_run_id();
   // The store's key has no precision: a cell at an explicit precision is neither read nor stored.
-  const bool use_db = !vm.count("no-db") && c.precision.empty();
+  const bool use_db = !vm.count("no-db") && c.precision.empty() && to.recompute;
   std::optional<db::CellStore> store;
   if (use_db) store.emplace(db::CellStore::open(c.db_path));
 
@@ -259,7 +262,8 @@ int cmd_tune(const std::vector<std::string>& args) {
         for (const auto& s : plan.stages)
           p += (p.empty() ? "" : " | ") + std::to_string(s.num_layers) + "L " + std::to_string(s.dp) + "x" +
                std::to_string(s.tp);
-        mb = std::to_string(plan.micro_batches) + "x" + std::to_string(plan.micro_batch_size);
+        mb = std::to_string(plan.micro_batches) + "x" + std::to_string(plan.micro_batch_size) +
+             (plan.recompute ? " recompute" : "");
       }
       const bool inf = r.basis == "infeasible";
       t.add({std::to_string(r.hosts * r.gpus_per_host), std::to_string(r.hosts), r.stages ? std::to_string(r.stages) : "auto",

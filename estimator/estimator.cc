@@ -328,6 +328,10 @@ double CostModel::layer_saved_bytes(int layer, int tp) const {
   return l.tensor_parallel ? l.saved_bytes_per_sample / tp : l.saved_bytes_per_sample;
 }
 
+double CostModel::layer_input_bytes(int layer) const {
+  return layer > 0 ? model_.layers[static_cast<size_t>(layer) - 1].activation_bytes_per_sample : 0;
+}
+
 double CostModel::memory_capacity_bytes() const {
   return dst_memory_gib_ * kGiB * options_.memory_fraction;
 }
@@ -392,7 +396,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.replica_micro_batch = m;
     const int first_gpu = offset, last_gpu = offset + sp.gpus() - 1;
     const bool stage_network = host_of(first_gpu) != host_of(last_gpu);
-    double params = 0, saved = 0, max_act = 0;
+    double params = 0, saved = 0, max_act = 0, inputs = 0, max_saved = 0;
     for (int l = sp.first_layer; l < sp.first_layer + sp.num_layers; ++l) {
       const auto t = cm.layer_time(l, sp.tp, m);
       st.fwd_ms += t.fwd_ms;
@@ -400,9 +404,14 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
       st.tp_comm_ms += cm.tp_comm_ms(l, sp.tp, m, false);
       params += cm.layer_params(l, sp.tp);
       saved += cm.layer_saved_bytes(l, sp.tp);
+      inputs += cm.layer_input_bytes(l);
+      max_saved = std::max(max_saved, cm.layer_saved_bytes(l, sp.tp));
       max_act = std::max(max_act, cm.model().layers[static_cast<size_t>(l)].activation_bytes_per_sample * m);
     }
-    s[static_cast<size_t>(j)] = st.fwd_ms + st.bwd_ms + st.tp_comm_ms;
+    // Recomputation runs every forward (and its tensor-parallel all-reduces,
+    // half of them) again during backward.
+    if (plan.recompute) st.recompute_ms = st.fwd_ms + st.tp_comm_ms / 2;
+    s[static_cast<size_t>(j)] = st.fwd_ms + st.bwd_ms + st.tp_comm_ms + st.recompute_ms;
     if (j + 1 < S) {
       const int last = sp.first_layer + sp.num_layers - 1;
       st.network_send = host_of(last_gpu) != host_of(last_gpu + 1);
@@ -430,7 +439,10 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.in_flight = std::min(B, S - j);
     // Saved activations of the micro-batches in flight, plus working buffers:
     // the input and output of the stage's largest layer activation.
-    st.activation_bytes = saved * m * st.in_flight + 2 * max_act;
+    // Under recomputation each micro-batch in flight keeps only its layers'
+    // inputs, and one layer at a time holds its full saved set in backward.
+    st.activation_bytes = plan.recompute ? inputs * m * st.in_flight + max_saved * m + 2 * max_act
+                                         : saved * m * st.in_flight + 2 * max_act;
     e.stages.push_back(st);
     offset += sp.gpus();
   }
@@ -485,6 +497,7 @@ Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, 
   const int S = cell.stages;
   std::vector<int> dp, tp, layers;
   int mb = 1, mbs = 0;
+  bool recompute = false;
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -497,7 +510,9 @@ Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, 
     else if (k == "layers") layers = stage_values(k, v, S);
     else if (k == "mb") mb = stage_values(k, v, 1)[0];
     else if (k == "mbs") mbs = stage_values(k, v, 1)[0];
-    else throw InputError("--plan: unknown key '" + k + "' (dp, tp, mb, mbs, layers)");
+    else if (k == "recompute" && (v == "0" || v == "1")) recompute = v == "1";
+    else if (k == "recompute") throw InputError("--plan: recompute=" + v + ": 0 or 1");
+    else throw InputError("--plan: unknown key '" + k + "' (dp, tp, mb, mbs, layers, recompute)");
   }
   const int per_stage = cell.gpus() / S;
   if (dp.empty() || tp.empty()) {
@@ -523,6 +538,7 @@ Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, 
   }
   Plan p;
   p.micro_batches = mb;
+  p.recompute = recompute;
   if (mbs == 0) {
     if (global_batch < 1 || global_batch % mb != 0)
       throw InputError("--plan: global batch " + std::to_string(global_batch) +

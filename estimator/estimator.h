@@ -44,6 +44,9 @@ struct Plan {
   std::vector<StagePlan> stages;
   int micro_batches = 1;
   int micro_batch_size = 1;
+  // Activation recomputation (checkpointing every layer): a layer keeps only
+  // its input for backward, and backward runs its forward again.
+  bool recompute = false;
   int global_batch() const { return micro_batches * micro_batch_size; }
 };
 
@@ -77,6 +80,7 @@ struct StageEstimate {
   double grad_sync_total_ms = 0;     // the whole all-reduce (overlapped or not)
   double optimizer_ms = 0;            // the step, and zeroing the gradients where they are kept
   double accumulate_ms = 0;          // adding a micro-batch's gradients to those held, per micro-batch
+  double recompute_ms = 0;           // the forward again in backward (recomputation), one micro-batch
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activation_bytes = 0;
   int in_flight = 0;                 // micro-batches whose activations are held (1F1B)
   double memory_bytes = 0;           // per GPU
@@ -94,7 +98,7 @@ struct Estimate {
   double memory_bytes = 0;             // the largest per-GPU footprint over the stages
   double memory_capacity_bytes = 0;    // usable per GPU
   // Breakdown: iteration_ms = pipeline_compute_ms + pipeline_comm_ms + sync_ms.
-  double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm + accumulation
+  double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm + accumulation + recompute
   double pipeline_comm_ms = 0;         // the same form over the inter-stage sends
   double sync_ms = 0;                  // max_j(gradient all-reduce + optimizer step)
   std::vector<StageEstimate> stages;
@@ -155,6 +159,9 @@ class CostModel {
   double layer_params(int layer, int tp) const;
   // Saved activation bytes of `layer` per sample on one GPU of a tp-way stage.
   double layer_saved_bytes(int layer, int tp) const;
+  // What `layer` keeps per sample under recomputation: its input (the
+  // previous layer's output; whole on every tensor-parallel rank), 0 for the first.
+  double layer_input_bytes(int layer) const;
   double memory_capacity_bytes() const;
 
   // Measured when compute (and comm, if used) were profiled on gpu_type and

@@ -44,6 +44,16 @@ std::vector<int> micro_batch_counts(const TuneOptions& o) {
   return out;
 }
 
+// (micro-batch count, recomputation) pairs to tune: every count without
+// recomputation first (good incumbents), then with it when allowed.
+std::vector<std::pair<int, bool>> plan_kinds(const TuneOptions& o) {
+  std::vector<std::pair<int, bool>> out;
+  const std::vector<int> counts = micro_batch_counts(o);
+  for (int rc = 0; rc <= (o.recompute ? 1 : 0); ++rc)
+    for (int b : counts) out.emplace_back(b, rc == 1);
+  return out;
+}
+
 std::vector<Shape> shapes_for(const CostModel& cm, const Cell& cell, int g, int mbs, const TuneOptions& o) {
   std::vector<Shape> out;
   for (int tp = 1; tp <= g && tp <= cell.gpus_per_host && tp <= std::max(1, o.max_tp); tp *= 2) {
@@ -108,7 +118,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
   const size_t label_cap = static_cast<size_t>(std::max(1, o.labels_per_state));
   double incumbent = kInf;
 
-  for (const int B : micro_batch_counts(o)) {
+  for (const auto& [B, rc] : plan_kinds(o)) {
     const int mbs = o.global_batch / B;
     const std::vector<Shape> shapes = shapes_for(cm, cell, g, mbs, o);
     if (shapes.empty()) continue;
@@ -118,15 +128,19 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
     std::vector<std::vector<double>> bw(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<std::vector<double>> par(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<std::vector<double>> sav(K, std::vector<double>(static_cast<size_t>(L)));
+    std::vector<std::vector<double>> inp(K, std::vector<double>(static_cast<size_t>(L)));
     std::vector<double> suffix_min(static_cast<size_t>(L) + 1, 0);
     for (size_t k = 0; k < K; ++k) {
       const double m = static_cast<double>(mbs) / shapes[k].dp;
       for (int l = 0; l < L; ++l) {
         const auto t = cm.layer_time(l, shapes[k].tp, m);
-        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + cm.tp_comm_ms(l, shapes[k].tp, m, false);
+        const double tpc = cm.tp_comm_ms(l, shapes[k].tp, m, false);
+        // Recomputation: the forward and half the TP all-reduces again in backward.
+        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + tpc + (rc ? t.fwd_ms + tpc / 2 : 0);
         bw[k][static_cast<size_t>(l)] = t.bwd_ms;
         par[k][static_cast<size_t>(l)] = cm.layer_params(l, shapes[k].tp);
         sav[k][static_cast<size_t>(l)] = cm.layer_saved_bytes(l, shapes[k].tp);
+        inp[k][static_cast<size_t>(l)] = cm.layer_input_bytes(l);
       }
     }
     for (int l = L - 1; l >= 0; --l) {
@@ -156,26 +170,35 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
           if (lower_bound(x, j, a) >= incumbent) continue;
           for (size_t k = 0; k < K; ++k) {
             const double m = static_cast<double>(mbs) / shapes[k].dp;
-            double s = 0, p = 0, sv = 0, act = 0, bwd = 0;
+            double s = 0, p = 0, sv = 0, act = 0, bwd = 0, in = 0, max_sv = 0;
             for (int b = a + 1; b <= b_max; ++b) {
               const size_t l = static_cast<size_t>(b - 1);
               s += st[k][l];
               bwd += bw[k][l];
               p += par[k][l];
               sv += sav[k][l];
+              in += inp[k][l];
+              max_sv = std::max(max_sv, sav[k][l]);
               act = std::max(act, cm.model().layers[l].activation_bytes_per_sample * m);
-              const double mem = p * (2 * bpv + opt_bytes) + sv * m * in_flight + 2 * act;
+              const double held = rc ? in * m * in_flight + max_sv * m : sv * m * in_flight;  // as estimate()
+              const double mem = p * (2 * bpv + opt_bytes) + held + 2 * act;
               if (mem > cap) break;  // longer stages only need more
               if (j == S - 1 && b != L) continue;
+              // Gradient accumulation, as estimate() prices it: per micro-batch,
+              // every add after the first (every add, plus the step's zeroing,
+              // with data-parallel bucket views).
+              const int adds = shapes[k].dp > 1 ? B : B - 1;
+              const double s_acc = s + cm.stream_ms(p, 3 * bpv) * adds / B;
               Label y;
-              y.max_s = std::max(x.max_s, s);
+              y.max_s = std::max(x.max_s, s_acc);
               const double c = j + 1 < S ? 2 * cm.collective_ms("send_recv", 2, send_net,
                                                               cm.model().layers[l].activation_bytes_per_sample * m)
                                          : 0;
               y.max_c = std::max(x.max_c, c);
-              y.sum = x.sum + s + c;
+              y.sum = x.sum + s_acc + c;
               y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
-                                                    cm.optimizer_ms(p));
+                                                    cm.optimizer_ms(p) +
+                                                    (shapes[k].dp > 1 ? cm.stream_ms(p, 2 * bpv) : 0));
               y.mem = std::max(x.mem, mem);
               y.prev_a = a;
               y.prev_idx = idx;
@@ -206,6 +229,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
       Plan plan;
       plan.micro_batches = B;
       plan.micro_batch_size = mbs;
+      plan.recompute = rc;
       plan.stages.resize(static_cast<size_t>(S));
       int a = L, i = idx;
       for (int j = S; j > 0; --j) {
@@ -261,13 +285,14 @@ TuneResult exhaustive(const CostModel& cm, const Cell& cell, const TuneOptions& 
   TuneResult res;
   res.cell = cell;
   const int L = cm.num_layers(), S = cell.stages, g = cell.gpus() / S;
-  for (const int B : micro_batch_counts(o)) {
+  for (const auto& [B, rc] : plan_kinds(o)) {
     const int mbs = o.global_batch / B;
     const std::vector<Shape> shapes = shapes_for(cm, cell, g, mbs, o);
     if (shapes.empty()) continue;
     Plan plan;
     plan.micro_batches = B;
     plan.micro_batch_size = mbs;
+    plan.recompute = rc;
     plan.stages.resize(static_cast<size_t>(S));
     std::function<void(int, int)> rec = [&](int j, int a) {
       if (j == S) {
@@ -294,6 +319,7 @@ std::string plan_json(const Plan& plan) {
   j["micro_batches"] = plan.micro_batches;
   j["micro_batch_size"] = plan.micro_batch_size;
   j["global_batch"] = plan.global_batch();
+  j["recompute"] = plan.recompute;
   auto& st = j["stages"] = nlohmann::json::array();
   for (const auto& s : plan.stages)
     st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp}});
@@ -306,6 +332,7 @@ Plan plan_from_json(const std::string& text) {
     const auto j = nlohmann::json::parse(text);
     p.micro_batches = j.at("micro_batches").get<int>();
     p.micro_batch_size = j.at("micro_batch_size").get<int>();
+    p.recompute = j.value("recompute", false);  // plans stored before it was an option
     for (const auto& s : j.at("stages"))
       p.stages.push_back({s.at("first_layer").get<int>(), s.at("num_layers").get<int>(), s.at("dp").get<int>(),
                           s.at("tp").get<int>()});
@@ -334,7 +361,8 @@ std::string breakdown_json(const Estimate& e) {
     st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp},
                   {"replica_micro_batch", s.replica_micro_batch}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
                   {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"grad_sync_ms", s.grad_sync_ms}, {"grad_sync_total_ms", s.grad_sync_total_ms},
-                  {"optimizer_ms", s.optimizer_ms}, {"params_bytes", s.params_bytes},
+                  {"optimizer_ms", s.optimizer_ms}, {"accumulate_ms", s.accumulate_ms},
+                  {"recompute_ms", s.recompute_ms}, {"params_bytes", s.params_bytes},
                   {"grads_bytes", s.grads_bytes}, {"optimizer_bytes", s.optimizer_bytes},
                   {"activation_bytes", s.activation_bytes}, {"in_flight", s.in_flight},
                   {"memory_bytes", s.memory_bytes}});

@@ -16,6 +16,7 @@ struct TuneOptions {
   int max_tp = 8;                       // tensor-parallel degrees 1, 2, 4 ... up to this
   int pareto_size = 4;                  // plans kept per cell (time vs memory)
   int labels_per_state = 16;            // cap on the DP's Pareto labels per (stage, layer)
+  bool recompute = true;                // also plans with activation recomputation
 };
 
 struct TunedPlan {

@@ -137,6 +137,34 @@ TEST(Estimator, GradientAccumulationPricedPerMicroBatchAfterTheFirst) {
   EXPECT_NEAR(dp.stages[0].optimizer_ms, add + 4000 * 8 / 20e9 * 1e3, 1e-12);
 }
 
+// Recomputation: each layer keeps only its input (the previous layer's 100 B
+// output, none for the first), one layer at a time holds its 200 B saved set,
+// and backward runs the forward again.
+TEST(Estimator, RecomputationTradesAForwardForSavedActivations) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  const Cell cell{"toy", "cpu", 1, 2, 2};
+  Plan p;
+  p.micro_batches = 4;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  const Estimate plain = estimate(cm, cell, p);
+  p.recompute = true;
+  const Estimate rc = estimate(cm, cell, p);
+  EXPECT_DOUBLE_EQ(rc.stages[0].recompute_ms, 4);  // 2 layers x 2 ms forward
+  EXPECT_DOUBLE_EQ(plain.stages[0].recompute_ms, 0);
+  EXPECT_NEAR(rc.pipeline_compute_ms - plain.pipeline_compute_ms, 5 * 4, 1e-9);  // s_j x 3 + 2 s_j
+  // Stage 0 (2 in flight): 2000 B saved plus buffers before, inputs (0 + 100) x 2 samples x 2
+  // + one layer's 200 x 2 + 2 x 200 after; stage 1 (1 in flight): the same 1200 either way.
+  EXPECT_DOUBLE_EQ(plain.stages[0].activation_bytes, 1600 + 400);
+  EXPECT_DOUBLE_EQ(rc.stages[0].activation_bytes, 400 + 400 + 400);
+  EXPECT_DOUBLE_EQ(rc.stages[1].activation_bytes, 200 * 2 + 400 + 400);
+  EXPECT_TRUE(parse_plan("dp=1,tp=1,mb=4,recompute=1", cm, cell, 8).recompute);
+  EXPECT_FALSE(parse_plan("dp=1,tp=1,mb=4", cm, cell, 8).recompute);
+  EXPECT_THROW(parse_plan("dp=1,tp=1,mb=4,recompute=yes", cm, cell, 8), InputError);
+}
+
 TEST(Estimator, TensorParallelShardsFromTheirOwnProfiles) {
   const auto compute = toy_compute();
   const auto comm = toy_comm();

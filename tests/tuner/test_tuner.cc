@@ -69,6 +69,32 @@ TEST(Tuner, PrunesByMemoryAndReportsInfeasibleCells) {
   }
 }
 
+// Saved activations of 20 GB (bf16) per sample and layer: no micro-batch fits one
+// A100-80 (72 GB usable) with every layer's saved, one layer's does.
+TEST(Tuner, RecomputationMakesAnActivationBoundCellFit) {
+  ModelSpec m = testing::uneven_model(6, 1e6);
+  for (auto& l : m.layers) l.saved_bytes_per_sample = 4e10;  // fp32 bytes: 2e10 in bf16
+  const auto compute = testing::roofline_compute(m, "a100-80", 19.5);
+  const auto comm = testing::ring_comm("a100-80");
+  const CostModel cm(m, "a100-80", compute, &comm);
+  const Cell one{m.name, "a100-80", 1, 1, 1};
+  TuneOptions o;
+  o.global_batch = 8;
+  o.recompute = false;
+  EXPECT_FALSE(tune_cell(cm, one, o).feasible);
+  o.recompute = true;
+  const TuneResult r = tune_cell(cm, one, o);
+  ASSERT_TRUE(r.feasible);
+  const auto& best = r.best();
+  EXPECT_TRUE(best.plan.recompute);
+  EXPECT_LE(best.plan.micro_batch_size, 3);  // 20 GB x samples of one layer <= 72 GB
+  EXPECT_DOUBLE_EQ(best.estimate.stages[0].recompute_ms, best.estimate.stages[0].fwd_ms);
+  EXPECT_LE(best.estimate.memory_bytes, best.estimate.memory_capacity_bytes);
+  const TuneResult ex = exhaustive(cm, one, o);
+  ASSERT_TRUE(ex.feasible);
+  EXPECT_LE(best.estimate.iteration_ms, ex.best().estimate.iteration_ms * 1.02);
+}
+
 TEST(Tuner, TunesEveryCellUpToMaxGpus) {
   const ModelSpec m = testing::uneven_model(12);
   const auto compute = testing::roofline_compute(m, "v100", 15.7);
@@ -114,6 +140,11 @@ TEST(Tuner, PlanJsonRoundTrips) {
   EXPECT_EQ(q.stages[1].num_layers, 5);
   EXPECT_EQ(q.stages[0].tp, 2);
   EXPECT_EQ(q.micro_batch_size, 8);
+  EXPECT_FALSE(q.recompute);
+  p.recompute = true;
+  EXPECT_TRUE(plan_from_json(plan_json(p)).recompute);
+  // A plan stored before recomputation was an option reads as without it.
+  EXPECT_FALSE(plan_from_json(R"({"micro_batches":1,"micro_batch_size":2,"stages":[]})").recompute);
   EXPECT_THROW(plan_from_json("{"), InputError);
 }
 
