@@ -134,14 +134,16 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
                                          : parse_name_map(a.gpu_map, "--gpu-map");
   in.cluster = load_cluster(a.cluster_spec, gpu_map);
   if (a.oracle == "cells") {
-    // The store's cells are keyed without a precision: an explicit one is tuned in memory.
+    // The store's cells are keyed without a precision or a network: an
+    // explicit precision, or a cluster that names its NIC, is tuned in memory.
     estimator::Options eo;
     if (!a.precision.empty()) eo.precision = parse_precision(a.precision);
+    eo.network_gbps = in.cluster.network_gbps;
     // A database that does not exist is not created: with no profiles, GPU
     // types are modeled and their cells tuned in memory.
     const bool missing = a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db);
-    in.cells = std::make_unique<db::CellStore>(
-        db::CellStore::open(a.precision.empty() && !missing ? a.cells_db : ":memory:"));
+    const bool stored = a.precision.empty() && in.cluster.network_gbps <= 0 && !missing;
+    in.cells = std::make_unique<db::CellStore>(db::CellStore::open(stored ? a.cells_db : ":memory:"));
     const std::string path = a.cells_db;
     // Profiles: the model's newest compute profile (on the type, else
     // anywhere, extrapolated), the newest comm profile on the type if any.

@@ -174,9 +174,16 @@ Cluster load_cluster_yaml(const std::string& path) {
           fail_input(path, line_of(kv.second), "'name' must be a scalar");
       } else if (key == "nodes") {
         nodes_key_line = line_of(kv.first);
+      } else if (key == "network_gbps") {
+        const std::string t = kv.second.IsScalar() ? kv.second.Scalar() : std::string();
+        const auto v = detail::to_double(t);
+        if (!v || *v <= 0 || *v > 10000)
+          fail_input(path, line_of(kv.second),
+                     "'network_gbps' must be a bandwidth in GB/s per GPU, > 0 and <= 10000, got '" + t + "'");
+        c.network_gbps = *v;
       } else {
         fail_input(path, line_of(kv.first),
-                   "unknown field '" + key + "' (expected 'name' and 'nodes')");
+                   "unknown field '" + key + "' (expected name, network_gbps and nodes)");
       }
     }
     if (!croot["nodes"]) fail_input(path, line_of(croot), "missing field 'nodes'");
@@ -280,6 +287,7 @@ std::string cluster_to_yaml(const Cluster& cluster) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << cluster.name;
+  if (cluster.network_gbps > 0) out << YAML::Key << "network_gbps" << YAML::Value << cluster.network_gbps;
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : cluster.nodes) {
     out << YAML::Flow << YAML::BeginMap;

@@ -18,6 +18,10 @@ struct Node {
 struct Cluster {
   std::string name;          // "v100:36,p100:36,k80:36", a file name, ...
   std::vector<Node> nodes;
+  // Inter-host bandwidth per GPU, one direction, GB/s (the catalogue's
+  // nic_gbps unit); 0 = each GPU type's catalogue default. Cell estimates of
+  // jobs that span hosts use it.
+  double network_gbps = 0;
 
   int total_gpus() const;
   int gpus_of_type(const std::string& gpu_type) const;
@@ -32,6 +36,8 @@ Cluster parse_cluster_shorthand(const std::string& spec);
 
 // A YAML node list:
 //   name: optional cluster name
+//   network_gbps: optional, GB/s per GPU between hosts (e.g. 25 for one
+//                 200 Gb/s NIC per GPU)
 //   nodes:
 //     - {name: n1, address: 10.0.0.1, gpu_type: v100, gpus: 4}
 // Throws InputError with `file:line:` on malformed input.

@@ -319,6 +319,24 @@ TEST_F(Cli, FromATinyProfileToASchedule) {
   ASSERT_EQ(r.status, 0) << r.err;
 }
 
+// A cluster YAML's network_gbps prices the cells of jobs that span hosts:
+// 8-GPU jobs on 4-GPU nodes run slower over a slow network.
+TEST_F(Cli, TheClusterNetworkPricesCellsThatSpanHosts) {
+  auto jct = [&](const std::string& gbps) {
+    const fs::path yaml = dir_ / ("net-" + gbps + ".yaml");
+    std::ofstream(yaml) << "network_gbps: " << gbps << "\nnodes:\n"
+                        << "  - {name: a, gpu_type: a100-80, gpus: 4}\n  - {name: b, gpu_type: a100-80, gpus: 4}\n";
+    const Result r = run({"simulate", "--trace", examples("data/philly/philly.csv"), "--limit", "200",
+                          "--oracle", "cells", "--cells-db", (dir_ / "none.db").string(), "--model-mix",
+                          "gpt-125m@64:1", "--cluster", yaml.string(), "--policy", "fifo", "--drop-unrunnable",
+                          "--no-db", "--json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out)["runs"][0]["metrics"]["jct_mean_s"].get<double>();
+  };
+  const double slow = jct("0.5"), fast = jct("100");
+  EXPECT_GT(slow, fast * 1.01);
+}
+
 TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   // No database: a GPU type is modeled; the basis and precision are printed.
   Result r = run({"estimate", "--model", "gpt-125m", "--gpu-type", "a100-80", "--gpus", "8", "--batch", "64",

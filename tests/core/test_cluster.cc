@@ -91,6 +91,21 @@ TEST(ClusterYaml, ReadsNodeList) {
   EXPECT_EQ(c.total_gpus(), 12);
 }
 
+TEST(ClusterYaml, NetworkBandwidthIsReadAndWrittenBack) {
+  TempDir dir;
+  const std::string path = dir.write("ib.yaml",
+                                     "name: ib\n"
+                                     "network_gbps: 25\n"
+                                     "nodes:\n"
+                                     "  - {name: n1, gpu_type: a100-80, gpus: 8}\n");
+  const Cluster c = load_cluster_yaml(path);
+  EXPECT_DOUBLE_EQ(c.network_gbps, 25);
+  const Cluster back = load_cluster_yaml(dir.write("back.yaml", cluster_to_yaml(c)));
+  EXPECT_DOUBLE_EQ(back.network_gbps, 25);
+  EXPECT_EQ(cluster_to_yaml(parse_cluster_shorthand("v100:4")).find("network_gbps"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_cluster_shorthand("v100:4").network_gbps, 0);  // the catalogue's default
+}
+
 TEST(ClusterYaml, NameDefaultsToFileNameAndBareListIsAccepted) {
   TempDir dir;
   const std::string path = dir.write("rack.yml", "- {name: a, gpu_type: t4, gpus: 2}\n");
@@ -136,6 +151,11 @@ TEST(ClusterYaml, ErrorsNameFileAndLine) {
       {"nodes:\n  - name: a\n   gpu_type: v100\n", 3, ""},         // bad indentation
       {"nodes:\n  - just-a-string\n", 2, "a node must be a map"},
       {"", 0, "empty file"},
+      {"network_gbps: fast\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 1, "'network_gbps' must be"},
+      {"network_gbps: -1\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 1, "got '-1'"},
+      {"network_gbps: 1e308\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 1, "<= 10000"},
+      {"network_gbps: nan\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 1, "'network_gbps' must be"},
+      {"network_gbps: [25]\nnodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n", 1, "'network_gbps' must be"},
   };
   TempDir dir;
   int i = 0;
