@@ -1,4 +1,5 @@
 #include "cli/common.h"
+#include "core/job.h"
 
 #include <cmath>
 #include <unistd.h>
@@ -178,6 +179,10 @@ std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+po::typed_value<double>* fork_efficiency_value(double* target) {
+  return po::value(target)->default_value(kDefaultForkEfficiency, num(kDefaultForkEfficiency));
 }
 
 std::string printable(std::string s) {

@@ -94,6 +94,12 @@ class Table {
 std::string fixed(double v, int decimals);
 // %g: short, and nan/inf as such (for messages about bad numbers).
 std::string num(double v);
+
+// --fork-efficiency, shared by simulate/schedule, sweep and run: the value
+// defaults to kDefaultForkEfficiency (core/job.h) and prints it as such.
+po::typed_value<double>* fork_efficiency_value(double* target);
+inline const char* const kForkEfficiencyHelp =
+    "hadare: what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)";
 // Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
 void check_flag_range(const char* flag, double v, double lo, double hi);
 // `s` with each control character shown as '?' (one line, safe in a table).

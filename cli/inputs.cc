@@ -31,7 +31,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("drop-unrunnable", po::bool_switch(&a.drop_unrunnable), kDropUnrunnableHelp)
       ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
-      ("fork-efficiency", po::value(&a.fork_efficiency)->default_value(kDefaultForkEfficiency, "0.3"), "hadare: what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)")
+      ("fork-efficiency", fork_efficiency_value(&a.fork_efficiency), kForkEfficiencyHelp)
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
       ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")

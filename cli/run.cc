@@ -88,7 +88,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("poll", po::value(&o.poll_s)->default_value(0.2), "seconds between progress reads")
       ("work-dir", po::value(&work_dir), "launch logs, exit and progress files (default: <db>.d)")
       ("keep-checkpoints", po::bool_switch(&o.keep_checkpoints), "keep the copies' checkpoints after averaging")
-      ("fork-efficiency", po::value(&o.fork_efficiency)->default_value(kDefaultForkEfficiency, "0.3"), "what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)")
+      ("fork-efficiency", fork_efficiency_value(&o.fork_efficiency), kForkEfficiencyHelp)
       ("restart", po::value(&o.restart_s)->default_value(30), "restart overhead the policies assume, seconds")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON); '' for none")
       ("prior", po::value(&o.prior_per_gpu)->default_value(1.0), "iterations/s per GPU assumed for a job nothing knows yet")

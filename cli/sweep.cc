@@ -139,7 +139,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("reference-gpu", po::value(&ref_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
       ("round", po::value(&round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
-      ("fork-efficiency", po::value(&fork_efficiency)->default_value(kDefaultForkEfficiency, "0.3"), "hadare: what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)")
+      ("fork-efficiency", fork_efficiency_value(&fork_efficiency), kForkEfficiencyHelp)
       ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")

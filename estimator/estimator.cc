@@ -310,6 +310,15 @@ double CostModel::stream_ms(double params, double bytes_per_param) const {
   return params * bytes_per_param / (opt_mem_gbps_ * 1e9) * 1000.0;
 }
 
+double CostModel::accumulate_ms(double params, int dp, int micro_batches) const {
+  const int adds = dp > 1 ? micro_batches : micro_batches - 1;
+  return stream_ms(params, 3 * model_.bytes_per_value) * adds / micro_batches;
+}
+
+double CostModel::step_ms(double params, int dp) const {
+  return optimizer_ms(params) + (dp > 1 ? stream_ms(params, 2 * model_.bytes_per_value) : 0);
+}
+
 double CostModel::grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const {
   const double whole = collective_ms("all_reduce", dp, network, bytes);
   if (!options_.overlap_grad_sync || dst_->arch == "cpu" || whole <= 0) return whole;
@@ -408,9 +417,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
       max_saved = std::max(max_saved, cm.layer_saved_bytes(l, sp.tp));
       max_act = std::max(max_act, cm.model().layers[static_cast<size_t>(l)].activation_bytes_per_sample * m);
     }
-    // Recomputation runs every forward (and its tensor-parallel all-reduces,
-    // half of them) again during backward.
-    if (plan.recompute) st.recompute_ms = st.fwd_ms + st.tp_comm_ms / 2;
+    if (plan.recompute) st.recompute_ms = recompute_ms(st.fwd_ms, st.tp_comm_ms);
     s[static_cast<size_t>(j)] = st.fwd_ms + st.bwd_ms + st.tp_comm_ms + st.recompute_ms;
     if (j + 1 < S) {
       const int last = sp.first_layer + sp.num_layers - 1;
@@ -422,27 +429,14 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.network_grad_sync = sp.dp > 1 && stage_network;
     st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
     st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
-    st.optimizer_ms = cm.optimizer_ms(params);
-    // Backward adds each micro-batch's gradients to those already held (read
-    // both, write the sum) unless there are none yet: a replica whose
-    // gradients the step released (dp = 1) skips the first add; data-parallel
-    // replicas keep theirs as views into the all-reduce buffer (DDP's
-    // gradient_as_bucket_view), so every micro-batch adds and the step zeroes
-    // the buffer (a write, with its read for ownership).
-    const int adds = sp.dp > 1 ? B : B - 1;
-    st.accumulate_ms = cm.stream_ms(params, 3 * bpv) * adds / B;
+    st.optimizer_ms = cm.step_ms(params, sp.dp);
+    st.accumulate_ms = cm.accumulate_ms(params, sp.dp, B);
     s[static_cast<size_t>(j)] += st.accumulate_ms;
-    if (sp.dp > 1) st.optimizer_ms += cm.stream_ms(params, 2 * bpv);
     st.params_bytes = params * bpv;
     st.grads_bytes = params * bpv;
     st.optimizer_bytes = params * cm.optimizer_state_bytes_per_param();
     st.in_flight = std::min(B, S - j);
-    // Saved activations of the micro-batches in flight, plus working buffers:
-    // the input and output of the stage's largest layer activation.
-    // Under recomputation each micro-batch in flight keeps only its layers'
-    // inputs, and one layer at a time holds its full saved set in backward.
-    st.activation_bytes = plan.recompute ? inputs * m * st.in_flight + max_saved * m + 2 * max_act
-                                         : saved * m * st.in_flight + 2 * max_act;
+    st.activation_bytes = held_activation_bytes(plan.recompute, saved, inputs, max_saved, m, st.in_flight, max_act);
     e.stages.push_back(st);
     offset += sp.gpus();
   }

@@ -105,6 +105,18 @@ struct Estimate {
 };
 
 // The 1F1B form max_j(x_j)(B-1) + sum_j x_j.
+// Recomputation runs a stage's forward, and half its tensor-parallel
+// all-reduces, again during backward: the extra time per micro-batch.
+inline double recompute_ms(double fwd_ms, double tp_comm_ms) { return fwd_ms + tp_comm_ms / 2; }
+// Activation bytes one GPU of a stage holds (per-sample sums over its layers;
+// `m` samples per micro-batch, `in_flight` micro-batches under 1F1B): the
+// saved activations of every micro-batch in flight, or under recomputation
+// only its layers' inputs plus one layer's saved set in backward; plus the
+// working buffers, twice the largest activation (`max_act`, already x m).
+inline double held_activation_bytes(bool recompute, double saved, double inputs, double max_saved, double m,
+                                    int in_flight, double max_act) {
+  return (recompute ? inputs * m * in_flight + max_saved * m : saved * m * in_flight) + 2 * max_act;
+}
 double pipeline_form(const std::vector<double>& x, int micro_batches);
 
 // Prices layers and collectives of one model on one GPU type. Built once,
@@ -147,6 +159,15 @@ class CostModel {
   // A memory-bound pass over `params` parameters touching `bytes_per_param`
   // each, priced as the optimizer step is (gradient accumulation, zeroing).
   double stream_ms(double params, double bytes_per_param) const;
+  // Backward adding a micro-batch's gradients to those a stage replica holds
+  // (`params` of them; read both, write the sum), per micro-batch of
+  // `micro_batches`: every add but the first when the step releases the
+  // gradients (dp = 1), every add when data-parallel replicas keep them as
+  // views into the all-reduce buffer (DDP's gradient_as_bucket_view).
+  double accumulate_ms(double params, int dp, int micro_batches) const;
+  // The optimizer step over `params`, plus zeroing the all-reduce buffer
+  // (a write, with its read for ownership) when dp > 1.
+  double step_ms(double params, int dp) const;
   // The exposed part of a data-parallel gradient all-reduce of `bytes` over dp
   // ranks: on GPU types (overlap on) buckets of bucket_mb are reduced while the
   // last micro-batch's backward (`bwd_ms`) runs, so only what exceeds it and

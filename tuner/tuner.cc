@@ -135,8 +135,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
       for (int l = 0; l < L; ++l) {
         const auto t = cm.layer_time(l, shapes[k].tp, m);
         const double tpc = cm.tp_comm_ms(l, shapes[k].tp, m, false);
-        // Recomputation: the forward and half the TP all-reduces again in backward.
-        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + tpc + (rc ? t.fwd_ms + tpc / 2 : 0);
+        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + tpc + (rc ? estimator::recompute_ms(t.fwd_ms, tpc) : 0);
         bw[k][static_cast<size_t>(l)] = t.bwd_ms;
         par[k][static_cast<size_t>(l)] = cm.layer_params(l, shapes[k].tp);
         sav[k][static_cast<size_t>(l)] = cm.layer_saved_bytes(l, shapes[k].tp);
@@ -180,15 +179,12 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
               in += inp[k][l];
               max_sv = std::max(max_sv, sav[k][l]);
               act = std::max(act, cm.model().layers[l].activation_bytes_per_sample * m);
-              const double held = rc ? in * m * in_flight + max_sv * m : sv * m * in_flight;  // as estimate()
-              const double mem = p * (2 * bpv + opt_bytes) + held + 2 * act;
+              const double mem = p * (2 * bpv + opt_bytes) +
+                                 estimator::held_activation_bytes(rc, sv, in, max_sv, m, in_flight, act);
               if (mem > cap) break;  // longer stages only need more
               if (j == S - 1 && b != L) continue;
-              // Gradient accumulation, as estimate() prices it: per micro-batch,
-              // every add after the first (every add, plus the step's zeroing,
-              // with data-parallel bucket views).
-              const int adds = shapes[k].dp > 1 ? B : B - 1;
-              const double s_acc = s + cm.stream_ms(p, 3 * bpv) * adds / B;
+              // Gradient accumulation at stage level, as estimate() prices it.
+              const double s_acc = s + cm.accumulate_ms(p, shapes[k].dp, B);
               Label y;
               y.max_s = std::max(x.max_s, s_acc);
               const double c = j + 1 < S ? 2 * cm.collective_ms("send_recv", 2, send_net,
@@ -197,8 +193,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
               y.max_c = std::max(x.max_c, c);
               y.sum = x.sum + s_acc + c;
               y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
-                                                    cm.optimizer_ms(p) +
-                                                    (shapes[k].dp > 1 ? cm.stream_ms(p, 2 * bpv) : 0));
+                                                    cm.step_ms(p, shapes[k].dp));
               y.mem = std::max(x.mem, mem);
               y.prev_a = a;
               y.prev_idx = idx;
