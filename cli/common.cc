@@ -48,9 +48,11 @@ int run_main(int argc, char** argv, int (*dispatch)(const std::vector<std::strin
 void write_maps_if_asked() {
   const char* out = std::getenv("CELLSCHED_MAPS_OUT");
   if (!out || !*out) return;
-  std::ifstream in("/proc/self/maps");
   std::ofstream f(out, std::ios::app);
-  f << in.rdbuf();
+  for (const char* file : {"/proc/self/maps", "/proc/self/status"}) {
+    std::ifstream in(file);
+    f << in.rdbuf();
+  }
 }
 
 namespace {

@@ -25,8 +25,9 @@ struct Verb {
 int run_verb(const Verb& v, const std::vector<std::string>& args);
 
 // With CELLSCHED_MAPS_OUT=FILE in the environment, appends the process's
-// memory map (/proc/self/maps) to FILE: how the tests check which libraries
-// a verb loaded. Called by both executables just before they exit.
+// memory map (/proc/self/maps), then its /proc/self/status (threads, CPUs
+// allowed), to FILE: how the tests check which libraries a verb loaded and
+// which threads it left. Called by both executables just before they exit.
 void write_maps_if_asked();
 // main() of both executables: dispatch(argv[1..]), then write_maps_if_asked().
 int run_main(int argc, char** argv, int (*dispatch)(const std::vector<std::string>&));

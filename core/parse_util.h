@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -36,13 +37,18 @@ inline bool ends_with_ci(std::string_view s, std::string_view suffix) {
 }
 
 // Whole file into a string; InputError `path: cannot open` when unreadable.
+// Read in blocks into one string sized from the file (a stringstream copied
+// a 1.2 MB throughput file twice and page-faulted on every growth).
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input(path, 0, "cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec) text.reserve(size);
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) text.append(block, static_cast<size_t>(in.gcount()));
   if (in.bad()) fail_input(path, 0, "read error");
-  return ss.str();
+  return text;
 }
 
 // Splits text into lines (without '\n' and a trailing '\r').

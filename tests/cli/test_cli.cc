@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
@@ -432,6 +433,27 @@ TEST_F(Startup, NonGpuVerbsMapNoDeviceLibrary) {
     ASSERT_NE(maps.find("libc"), std::string::npos) << v[0] << ": no map was written";
     for (const char* lib : kDeviceLibs) EXPECT_EQ(maps.find(lib), std::string::npos) << v[0] << " maps " << lib;
   }
+}
+
+// OpenBLAS (CLP's LAPACK) starts no pool thread in `cellsched`, whose LPs are
+// too small for it: the thread spun on the second core against the TTD
+// bound's LP. The CPUs held for its initializer are given back, so the
+// process ends with its own thread alone and every CPU it was allowed.
+TEST_F(Startup, SimulateLeavesNoBlasThreadAndEveryCpu) {
+  const std::string trace = (dir_ / "t.csv").string();
+  maps_of({"trace", "generate", "--jobs", "20", "--seed", "1", "--out", trace});
+  const std::string status =
+      maps_of({"simulate", "--trace", trace, "--cluster", "v100:8,p100:8,k80:8", "--policy", "gavel", "--no-db"});
+  auto field = [](const std::string& text, const std::string& name) {
+    const size_t at = text.find("\n" + name + ":");
+    if (at == std::string::npos) return std::string("missing");
+    const size_t begin = text.find_first_not_of(" \t", at + name.size() + 2);
+    return text.substr(begin, text.find('\n', begin) - begin);
+  };
+  EXPECT_EQ(field(status, "Threads"), "1");
+  std::ifstream self("/proc/self/status");
+  const std::string mine((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(field(status, "Cpus_allowed_list"), field(mine, "Cpus_allowed_list"));
 }
 
 }  // namespace

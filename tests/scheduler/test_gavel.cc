@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -193,6 +194,45 @@ TEST(GavelLp, WarmStartReachesTheColdOptimum) {
     for (size_t k = 0; k < 3; ++k) EXPECT_LE(used[k], p.capacity[k] + 1e-6) << "step " << step;
   }
   EXPECT_GT(warm_used, 70);
+}
+
+// Where the cluster has room to spare, many shares reach the optimal t (only
+// the slowest job's are forced). The tie-break (fewest GPU-seconds) makes them
+// unique, so a warm start from the last basis gives the cold solve's shares,
+// not just its t, and each job at t runs where it is relatively fastest.
+TEST(GavelLp, TieBreakMakesTheSharesIndependentOfTheStart) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> rate(0.1, 5.0);
+  std::vector<std::vector<double>> kinds(5, std::vector<double>(3));
+  for (auto& r : kinds)
+    for (double& x : r) x = rate(rng);
+  GavelBasis basis;
+  std::vector<int> live;
+  int differ = 0;
+  for (int step = 0; step < 60; ++step) {
+    live.push_back(static_cast<int>(rng() % kinds.size()));
+    if (rng() % 3 == 0 && live.size() > 2) live.erase(live.begin() + static_cast<long>(rng() % live.size()));
+    GavelProblem p;
+    p.capacity = {40, 40, 40};  // room for every job on every type
+    for (size_t j = 0; j < live.size(); ++j) {
+      p.throughput.push_back(kinds[static_cast<size_t>(live[j])]);
+      p.gpus.push_back(1);
+      p.weight.push_back(1.0);
+      p.ids.push_back(static_cast<int64_t>(j));
+    }
+    const GavelAllocation warm = gavel_max_min_fairness(p, &basis), cold = gavel_max_min_fairness(p);
+    ASSERT_NEAR(warm.objective, cold.objective, 1e-6 * std::max(1.0, cold.objective));
+    for (size_t j = 0; j < live.size(); ++j)
+      for (size_t k = 0; k < 3; ++k) differ += std::abs(warm.x[j][k] - cold.x[j][k]) > 1e-6;
+    // Fewest GPU-seconds: a job reaching t on its best type uses no other.
+    for (size_t j = 0; j < live.size(); ++j) {
+      const auto& r = p.throughput[j];
+      const size_t best = static_cast<size_t>(std::max_element(r.begin(), r.end()) - r.begin());
+      for (size_t k = 0; k < 3; ++k)
+        if (k != best) EXPECT_NEAR(cold.x[j][k], 0.0, 1e-7) << "step " << step << " job " << j;
+    }
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 // ---- min total duration LP -----------------------------------------------
