@@ -68,6 +68,7 @@ class Hadar : public Policy {
     cache_.prune(*ctx.jobs);
     start_round();
     update_bounds();
+    reset_prices();
     for (Allocation& a : out) a = Allocation{};
     commit_all(out);
     if (opt_.fork) add_copies(out);
@@ -171,14 +172,42 @@ class Hadar : public Policy {
     }
   }
 
-  double price(size_t k, int y) const { return hadar_price(u_min_, u_max_, capacity_[k], y); }
+  // Prices are fixed by U_min, U_max and C_k for the whole round, and every
+  // job's evaluation asks for the same few: each pow() is taken once per round
+  // and kept (the same values as before; pow per call was a quarter of this
+  // policy's time on the Philly trace). NaN marks one not yet taken.
+  void reset_prices() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    price_memo_.resize(types());
+    power_memo_.resize(types());
+    ratio_.assign(types(), nan);
+    for (size_t k = 0; k < types(); ++k) {
+      price_memo_[k].assign(static_cast<size_t>(capacity_[k]) + 1, nan);
+      power_memo_[k].assign(static_cast<size_t>(capacity_[k]) + 1, nan);
+    }
+  }
+  double price(size_t k, int y) {
+    if (y < 0 || y > capacity_[k]) return hadar_price(u_min_, u_max_, capacity_[k], y);
+    double& p = price_memo_[k][static_cast<size_t>(y)];
+    if (std::isnan(p)) p = hadar_price(u_min_, u_max_, capacity_[k], y);
+    return p;
+  }
   // Sum of the prices of `m` more GPUs of type k (a geometric series).
-  double price_of(size_t k, int m) const {
+  double price_of(size_t k, int m) {
     if (m <= 0) return 0;
     const double first = price(k, given_[k]);
     if (!(first > 0)) return 0;
-    const double q = std::pow(2 * u_max_ / u_min_, 1.0 / capacity_[k]);
-    return first * (std::pow(q, m) - 1) / (q - 1);
+    if (std::isnan(ratio_[k])) ratio_[k] = std::pow(2 * u_max_ / u_min_, 1.0 / capacity_[k]);
+    const double q = ratio_[k];
+    double qm;
+    if (m <= capacity_[k]) {
+      double& memo = power_memo_[k][static_cast<size_t>(m)];
+      if (std::isnan(memo)) memo = std::pow(q, m);
+      qm = memo;
+    } else {
+      qm = std::pow(q, m);
+    }
+    return first * (qm - 1) / (q - 1);
   }
 
   // Whether job i's placement of last round is still free.
@@ -371,6 +400,8 @@ class Hadar : public Policy {
   std::vector<std::vector<int>> current_;
   std::vector<double> current_rate_;
   std::vector<int> counts_;  // scratch for evaluate()
+  std::vector<std::vector<double>> price_memo_, power_memo_;  // this round's p_k(y), q_k^m
+  std::vector<double> ratio_;                                 // this round's q_k
 };
 
 }  // namespace

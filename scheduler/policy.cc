@@ -69,23 +69,35 @@ std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
   // One node: the tightest fit keeps large holes for large jobs.
   int best = -1;
   for (size_t n = 0; n < free.size(); ++n) {
-    if (ok(n) && free[n] >= gpus && (best < 0 || free[n] < free[best])) best = static_cast<int>(n);
+    if (ok(n) && free[n] >= gpus && (best < 0 || free[n] < free[best])) {
+      best = static_cast<int>(n);
+      if (free[n] == gpus) break;  // no fit is tighter; the first such node, as the full scan picks
+    }
   }
   if (best >= 0) {
     free[best] -= gpus;
     return {{best, gpus}};
   }
-  // Several nodes: largest free first gives the fewest nodes.
-  std::vector<int> order;
+  // Several nodes: largest free first (ties in node order) gives the fewest
+  // nodes. Free counts are a node's GPUs at most, so the order is a counting
+  // sort by free count (a stable sort of the whole cluster per placement was
+  // a tenth of gavel's time on Philly's 311 nodes).
   long total = 0;
+  int most = 0;
   for (size_t n = 0; n < free.size(); ++n) {
     if (ok(n)) {
-      order.push_back(static_cast<int>(n));
       total += free[n];
+      most = std::max(most, free[n]);
     }
   }
   if (total < gpus) return {};
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free[a] > free[b]; });
+  std::vector<int> start(static_cast<size_t>(most) + 2, 0);  // start[most - f]: first slot of count f
+  for (size_t n = 0; n < free.size(); ++n)
+    if (ok(n)) ++start[static_cast<size_t>(most - free[n]) + 1];
+  for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+  std::vector<int> order(static_cast<size_t>(start.back()));
+  for (size_t n = 0; n < free.size(); ++n)
+    if (ok(n)) order[static_cast<size_t>(start[static_cast<size_t>(most - free[n])]++)] = static_cast<int>(n);
   std::vector<Placement> out;
   int left = gpus;
   for (int n : order) {
