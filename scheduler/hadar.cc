@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <queue>
 
 #include "core/error.h"
@@ -328,16 +329,12 @@ class Hadar : public Policy {
     return place_fewest_nodes(avail, m);
   }
 
-  // HadarE: fill every idle GPU with copies. For a node with g idle GPUs, the
-  // job that gains most is the one whose copy (min(W, g) GPUs there) adds the
-  // most weighted iterations it can still use this round, relative to its
-  // remaining work; ties go to keeping last round's copy (no restart), then to
-  // the earlier job.
+  // HadarE: fill every idle GPU with copies, node by node: a node with g idle
+  // GPUs gets a copy (min(W, g) GPUs there) of the job best_copy() picks,
+  // until none of its GPUs idles or no job can use them.
   void add_copies(std::vector<Allocation>& out) {
     const auto& js = jobs();
     const Cluster& cluster = *ctx_->cluster;
-    const double full = ctx_->round_s;
-    const double fresh = std::max(0.0, ctx_->round_s - ctx_->restart_s);
     std::vector<double> rate(js.size(), 0);  // main gang's rate this round
     for (size_t i = 0; i < js.size(); ++i)
       if (!out[i].workers.empty())
@@ -347,38 +344,113 @@ class Hadar : public Policy {
     for (size_t i = 0; i < js.size(); ++i)
       for (const auto& copy : js[i]->current.copies)
         if (copy.size() == 1) previous[copy[0].node].push_back({i, copy[0].gpus});
+    // Where no copy ran last round, a node's best job depends only on its type
+    // and idle GPUs, and picking a job only raises that job's rate, which only
+    // lowers its own gain. So each (type, idle GPUs) keeps a max-heap of every
+    // job's gain, re-valued lazily: a stale gain is an upper bound, and a top
+    // whose gain still holds is the scan's choice. (A scan of every job per
+    // idle node was most of hadare's time on the Philly trace.)
+    std::map<std::pair<size_t, int>, std::vector<CopyGain>> heaps;
     for (size_t n = 0; n < cluster.nodes.size(); ++n) {
       const size_t k = idx_.type_of_node[n];
       while (free_[n] > 0) {
-        int best = -1;
-        double best_gain = 0, best_raw = 0;
-        bool best_kept = false;
-        int best_c = 0;
-        for (size_t i = 0; i < js.size(); ++i) {
-          if (caches_[i]->packed[k] <= 0) continue;
-          const JobState& s = *js[i];
-          const int c = std::min(s.job->gpus, free_[n]);
-          const double r = copy_rate(*s.job, *caches_[i], k, c);
-          if (r <= 0) continue;
-          const bool kept = std::find(previous[n].begin(), previous[n].end(),
-                                      std::pair<size_t, int>{i, c}) != previous[n].end();
-          const double useful =
-              std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate[i] * full));
-          const double gain = s.job->weight * useful / s.remaining;
-          const double raw = s.job->weight * r / s.remaining;
-          const bool better =
-              best < 0 || gain > best_gain ||
-              (gain == best_gain &&
-               ((kept && !best_kept) || (kept == best_kept && raw > best_raw)));
-          if (better) best = static_cast<int>(i), best_gain = gain, best_raw = raw,
-                      best_kept = kept, best_c = c;
+        const auto key = std::make_pair(k, free_[n]);
+        auto it = heaps.find(key);
+        if (it == heaps.end()) it = heaps.emplace(key, copy_heap(k, free_[n], rate)).first;
+        CopyChoice best = top_copy(it->second, k, free_[n], rate);
+        if (!previous[n].empty()) {
+          // Only last round's copies here are valued differently (no restart,
+          // and preferred on ties): the best is one of them or the plain best.
+          std::vector<size_t> only;
+          for (const auto& [i, c] : previous[n]) only.push_back(i);
+          if (best.job >= 0) only.push_back(static_cast<size_t>(best.job));
+          std::sort(only.begin(), only.end());
+          only.erase(std::unique(only.begin(), only.end()), only.end());
+          best = best_copy(k, free_[n], previous[n], rate, &only);
         }
-        if (best < 0) break;  // no active job can use this node
-        out[best].copies.push_back({{static_cast<int>(n), best_c}});
-        rate[best] += copy_rate(*js[best]->job, *caches_[best], k, best_c);
-        free_[n] -= best_c;
+        if (best.job < 0) break;  // no active job can use this node
+        const auto j = static_cast<size_t>(best.job);
+        out[j].copies.push_back({{static_cast<int>(n), best.c}});
+        rate[j] += copy_rate(*js[j]->job, *caches_[j], k, best.c);
+        free_[n] -= best.c;
       }
     }
+  }
+
+  struct CopyChoice {  // a copy of `job` on `c` GPUs; job -1: none
+    int job = -1, c = 0;
+  };
+  // A job's copy on a node of type k with `idle` GPUs, valued as best_copy()
+  // values one that was not there last round; heap order is best_copy's.
+  struct CopyGain {
+    double gain = 0, raw = 0;
+    int job = -1, c = 0;
+    bool operator<(const CopyGain& o) const {  // worse than o
+      if (gain != o.gain) return gain < o.gain;
+      if (raw != o.raw) return raw < o.raw;
+      return job > o.job;
+    }
+  };
+  CopyGain copy_gain(size_t i, size_t k, int idle, const std::vector<double>& rate, bool kept) {
+    const JobState& s = *jobs()[i];
+    CopyGain g;
+    if (caches_[i]->packed[k] <= 0) return g;
+    g.c = std::min(s.job->gpus, idle);
+    const double r = copy_rate(*s.job, *caches_[i], k, g.c);
+    if (r <= 0) return g;
+    const double full = ctx_->round_s;
+    const double fresh = std::max(0.0, ctx_->round_s - ctx_->restart_s);
+    const double useful = std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate[i] * full));
+    g.gain = s.job->weight * useful / s.remaining;
+    g.raw = s.job->weight * r / s.remaining;
+    g.job = static_cast<int>(i);
+    return g;
+  }
+  std::vector<CopyGain> copy_heap(size_t k, int idle, const std::vector<double>& rate) {
+    std::vector<CopyGain> heap;
+    for (size_t i = 0; i < jobs().size(); ++i)
+      if (const CopyGain g = copy_gain(i, k, idle, rate, false); g.job >= 0) heap.push_back(g);
+    std::make_heap(heap.begin(), heap.end());
+    return heap;
+  }
+  CopyChoice top_copy(std::vector<CopyGain>& heap, size_t k, int idle, const std::vector<double>& rate) {
+    while (!heap.empty()) {
+      const CopyGain now = copy_gain(static_cast<size_t>(heap.front().job), k, idle, rate, false);
+      if (now.gain == heap.front().gain) return {now.job, now.c};
+      std::pop_heap(heap.begin(), heap.end());
+      heap.back() = now;
+      std::push_heap(heap.begin(), heap.end());
+    }
+    return {};
+  }
+
+  // The job whose copy gains most on a node of type k with `idle` GPUs: the
+  // most weighted iterations it can still use this round, relative to its
+  // remaining work; ties go to keeping last round's copy there (no restart),
+  // then to the higher rate, then to the earlier job. job -1: none can run.
+  // With `only` (ascending job indices) just those jobs are weighed.
+  CopyChoice best_copy(size_t k, int idle, const std::vector<std::pair<size_t, int>>& previous,
+                       const std::vector<double>& rate, const std::vector<size_t>* only = nullptr) {
+    CopyChoice best;
+    CopyGain top;
+    bool best_kept = false;
+    const size_t count = only ? only->size() : jobs().size();
+    for (size_t at = 0; at < count; ++at) {
+      const size_t i = only ? (*only)[at] : at;
+      const int c = std::min(jobs()[i]->job->gpus, idle);
+      const bool kept =
+          std::find(previous.begin(), previous.end(), std::pair<size_t, int>{i, c}) != previous.end();
+      const CopyGain g = copy_gain(i, k, idle, rate, kept);
+      if (g.job < 0) continue;
+      const bool better = best.job < 0 || g.gain > top.gain ||
+                          (g.gain == top.gain && ((kept && !best_kept) || (kept == best_kept && g.raw > top.raw)));
+      if (better) {
+        best = {g.job, g.c};
+        top = g;
+        best_kept = kept;
+      }
+    }
+    return best;
   }
 
   double copy_rate(const Job& job, JobCache& jc, size_t k, int c) {
