@@ -1,8 +1,6 @@
 // cellsched: heterogeneity-aware scheduling of deep-learning training. This
 // executable loads no device library: profile and validate run in
 // cellsched-torch (cli/torch_main.cc), which it starts in its place.
-#include <sched.h>
-
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -64,30 +62,4 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace cellsched::cli
 
-// CLP's LAPACK is OpenBLAS, which starts a pool thread per CPU in its
-// initializer; an idle pool thread spins (sched_yield) for a while after
-// each call, and on two cores it took CPU time from the TTD bound's LP and
-// the policies (a quarter of the 600-job simulate). The LPs here are far too
-// small to gain from BLAS threads. OpenBLAS sizes its pool from the CPUs the
-// process may run on, so the process is held to one CPU from the
-// executable's .preinit_array (which runs before any library's initializer)
-// until main, which gives back the CPUs it had.
-namespace {
-cpu_set_t initial_cpus;
-bool cpus_held = false;
-void hold_one_cpu(int, char**, char**) {
-  if (sched_getaffinity(0, sizeof initial_cpus, &initial_cpus) != 0 || CPU_COUNT(&initial_cpus) < 2) return;
-  const int here = sched_getcpu();  // where the kernel put the process: keep it there
-  if (here < 0 || here >= CPU_SETSIZE || !CPU_ISSET(here, &initial_cpus)) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(here, &one);
-  cpus_held = sched_setaffinity(0, sizeof one, &one) == 0;
-}
-__attribute__((section(".preinit_array"), used)) void (*const preinit_hold_one_cpu)(int, char**, char**) = hold_one_cpu;
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (cpus_held) sched_setaffinity(0, sizeof initial_cpus, &initial_cpus);
-  return cellsched::cli::run_main(argc, argv, cellsched::cli::dispatch);
-}
+int main(int argc, char** argv) { return cellsched::cli::run_main(argc, argv, cellsched::cli::dispatch); }

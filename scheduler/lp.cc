@@ -1,5 +1,6 @@
-// The only file that includes COIN-OR CLP.
-#include "scheduler/lp.h"
+// The only file that includes COIN-OR CLP. Built into the cellsched-coin.so
+// module (scheduler/coin_module.cc), which solver.cc loads on first use.
+#include "scheduler/coin_module.h"
 
 #include <cmath>
 
@@ -9,31 +10,7 @@
 
 namespace cellsched {
 
-int LinearProgram::add_var(double cost_coef, double lower, double upper) {
-  cost.push_back(cost_coef);
-  col_lower.push_back(lower);
-  col_upper.push_back(upper);
-  return num_vars() - 1;
-}
-
-int LinearProgram::add_row(double lower, double upper, const std::vector<int>& cols,
-                           const std::vector<double>& values) {
-  if (cols.size() != values.size()) throw LpError("failed", "LP row: cols and values differ in size");
-  const int row = num_rows();
-  row_lower.push_back(lower);
-  row_upper.push_back(upper);
-  for (size_t i = 0; i < cols.size(); ++i) add_entry(row, cols[i], values[i]);
-  return row;
-}
-
-void LinearProgram::add_entry(int row, int col, double value) {
-  entry_row.push_back(row);
-  entry_col.push_back(col);
-  entry_value.push_back(value);
-}
-
-
-LpSolution solve_lp(const LinearProgram& lp) {
+LpSolution coin_solve_lp(const LinearProgram& lp) {
   const int n = lp.num_vars(), m = lp.num_rows();
   if (lp.col_lower.size() != static_cast<size_t>(n) || lp.col_upper.size() != static_cast<size_t>(n) ||
       lp.row_upper.size() != static_cast<size_t>(m) || lp.entry_col.size() != lp.entry_row.size() ||

@@ -1,5 +1,6 @@
-// The only file that includes COIN-OR CBC.
-#include "scheduler/milp.h"
+// The only file that includes COIN-OR CBC. Built into the cellsched-coin.so
+// module (scheduler/coin_module.cc), which solver.cc loads on first use.
+#include "scheduler/coin_module.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,7 +13,7 @@
 namespace cellsched {
 
 
-MilpSolution solve_milp(const MixedIntegerProgram& mip) {
+MilpSolution coin_solve_milp(const MixedIntegerProgram& mip) {
   const LinearProgram& lp = mip.lp;
   const int n = lp.num_vars(), m = lp.num_rows();
   if (lp.col_lower.size() != static_cast<size_t>(n) || lp.col_upper.size() != static_cast<size_t>(n) ||

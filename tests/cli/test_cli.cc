@@ -432,13 +432,32 @@ TEST_F(Startup, NonGpuVerbsMapNoDeviceLibrary) {
     const std::string maps = maps_of(v);
     ASSERT_NE(maps.find("libc"), std::string::npos) << v[0] << ": no map was written";
     for (const char* lib : kDeviceLibs) EXPECT_EQ(maps.find(lib), std::string::npos) << v[0] << " maps " << lib;
+    // COIN-OR (and the OpenBLAS under CLP) only where an LP is solved.
+    const bool solves = v[0] == "simulate";
+    for (const char* lib : {"cellsched-coin.so", "libClp", "libCbc", "libopenblas"})
+      EXPECT_EQ(maps.find(lib) != std::string::npos, solves) << v[0] << (solves ? " does not map " : " maps ") << lib;
   }
+}
+
+// Without the COIN-OR module a verb that solves an LP says what is missing
+// (exit 1); one that solves none does not need it.
+TEST_F(Startup, MissingSolverModuleIsNamed) {
+  const std::string trace = (dir_ / "t.csv").string();
+  maps_of({"trace", "generate", "--jobs", "20", "--seed", "1", "--out", trace});
+  const std::vector<std::string> env = {"CELLSCHED_COIN=" + (dir_ / "none.so").string()};
+  const Result r = cellsched::testing::run_in(
+      {CELLSCHED_BINARY, "simulate", "--trace", trace, "--cluster", "v100:8,p100:8,k80:8", "--policy", "gavel", "--no-db"},
+      dir_, "nocoin", env);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot load the COIN-OR solvers"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CELLSCHED_COIN"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::testing::run_in({CELLSCHED_BINARY, "gpus"}, dir_, "nocoin-gpus", env).status, 0);
 }
 
 // OpenBLAS (CLP's LAPACK) starts no pool thread in `cellsched`, whose LPs are
 // too small for it: the thread spun on the second core against the TTD
-// bound's LP. The CPUs held for its initializer are given back, so the
-// process ends with its own thread alone and every CPU it was allowed.
+// bound's LP. The process ends with its own thread alone, every CPU it was
+// allowed, and no OPENBLAS_NUM_THREADS left for the processes it starts.
 TEST_F(Startup, SimulateLeavesNoBlasThreadAndEveryCpu) {
   const std::string trace = (dir_ / "t.csv").string();
   maps_of({"trace", "generate", "--jobs", "20", "--seed", "1", "--out", trace});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <memory>
@@ -107,6 +108,19 @@ GavelProblem hand_problem() {
   p.remaining = {1, 1};
   p.capacity = {1, 2};
   return p;
+}
+
+// The solvers live in cellsched-coin.so, loaded on the first solve with
+// OPENBLAS_NUM_THREADS=1 for OpenBLAS's sake; the variable is not left set for
+// the processes this one starts (the online runner's training jobs).
+TEST(Solver, LoadsTheModuleAndLeavesNoBlasVariable) {
+  if (std::getenv("OPENBLAS_NUM_THREADS")) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set by the caller";
+  LinearProgram lp;
+  lp.maximize = true;
+  const int x = lp.add_var(1.0, 0.0, 2.5);
+  lp.add_row(-kLpInf, 2.0, {x}, {1.0});
+  EXPECT_NEAR(solve_lp(lp).x[0], 2.0, 1e-9);
+  EXPECT_EQ(std::getenv("OPENBLAS_NUM_THREADS"), nullptr);
 }
 
 TEST(GavelLp, MatchesTheHandSolvedTwoByTwoInstance) {
