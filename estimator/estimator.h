@@ -104,7 +104,6 @@ struct Estimate {
   std::vector<StageEstimate> stages;
 };
 
-// The 1F1B form max_j(x_j)(B-1) + sum_j x_j.
 // Recomputation runs a stage's forward, and half its tensor-parallel
 // all-reduces, again during backward: the extra time per micro-batch.
 inline double recompute_ms(double fwd_ms, double tp_comm_ms) { return fwd_ms + tp_comm_ms / 2; }
@@ -117,6 +116,7 @@ inline double held_activation_bytes(bool recompute, double saved, double inputs,
                                     int in_flight, double max_act) {
   return (recompute ? inputs * m * in_flight + max_saved * m : saved * m * in_flight) + 2 * max_act;
 }
+// The 1F1B form max_j(x_j)(B-1) + sum_j x_j.
 double pipeline_form(const std::vector<double>& x, int micro_batches);
 
 // Prices layers and collectives of one model on one GPU type. Built once,

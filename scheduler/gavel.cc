@@ -28,10 +28,10 @@ void check_problem(const GavelProblem& p, bool need_weight, bool need_remaining)
       throw std::invalid_argument("GavelProblem: throughput row size != number of GPU types");
 }
 
-// Whether job j can run on type k at all.
 // The max-min LP's tie-break weight (see gavel_max_min_fairness).
 constexpr double kTieBreak = 1e-3;
 
+// Whether job j can run on type k at all.
 bool usable(const GavelProblem& p, size_t j, size_t k) {
   return p.throughput[j][k] > 0 && p.gpus[j] > 0 && p.gpus[j] <= p.capacity[k];
 }

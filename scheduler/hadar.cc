@@ -173,41 +173,24 @@ class Hadar : public Policy {
     }
   }
 
-  // Prices are fixed by U_min, U_max and C_k for the whole round, and every
-  // job's evaluation asks for the same few: each pow() is taken once per round
-  // and kept (the same values as before; pow per call was a quarter of this
-  // policy's time on the Philly trace). NaN marks one not yet taken.
+  // Prices are fixed by U_min, U_max and C_k for the whole round: each p_k(y)
+  // and q_k^m is taken once per round (the same values as a pow() per call).
   void reset_prices() {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    price_memo_.resize(types());
-    power_memo_.resize(types());
-    ratio_.assign(types(), nan);
-    for (size_t k = 0; k < types(); ++k) {
-      price_memo_[k].assign(static_cast<size_t>(capacity_[k]) + 1, nan);
-      power_memo_[k].assign(static_cast<size_t>(capacity_[k]) + 1, nan);
-    }
+    price_memo_.reset(capacity_);
+    power_memo_.reset(capacity_);
+    ratio_.resize(types());
+    for (size_t k = 0; k < types(); ++k) ratio_[k] = std::pow(2 * u_max_ / u_min_, 1.0 / capacity_[k]);
   }
   double price(size_t k, int y) {
-    if (y < 0 || y > capacity_[k]) return hadar_price(u_min_, u_max_, capacity_[k], y);
-    double& p = price_memo_[k][static_cast<size_t>(y)];
-    if (std::isnan(p)) p = hadar_price(u_min_, u_max_, capacity_[k], y);
-    return p;
+    return price_memo_.get(k, y, [&](int n) { return hadar_price(u_min_, u_max_, capacity_[k], n); });
   }
   // Sum of the prices of `m` more GPUs of type k (a geometric series).
   double price_of(size_t k, int m) {
     if (m <= 0) return 0;
     const double first = price(k, given_[k]);
     if (!(first > 0)) return 0;
-    if (std::isnan(ratio_[k])) ratio_[k] = std::pow(2 * u_max_ / u_min_, 1.0 / capacity_[k]);
     const double q = ratio_[k];
-    double qm;
-    if (m <= capacity_[k]) {
-      double& memo = power_memo_[k][static_cast<size_t>(m)];
-      if (std::isnan(memo)) memo = std::pow(q, m);
-      qm = memo;
-    } else {
-      qm = std::pow(q, m);
-    }
+    const double qm = power_memo_.get(k, m, [&](int n) { return std::pow(q, n); });
     return first * (qm - 1) / (q - 1);
   }
 
@@ -366,7 +349,7 @@ class Hadar : public Policy {
           if (best.job >= 0) only.push_back(static_cast<size_t>(best.job));
           std::sort(only.begin(), only.end());
           only.erase(std::unique(only.begin(), only.end()), only.end());
-          best = best_copy(k, free_[n], previous[n], rate, &only);
+          best = best_copy(k, free_[n], previous[n], rate, only);
         }
         if (best.job < 0) break;  // no active job can use this node
         const auto j = static_cast<size_t>(best.job);
@@ -428,15 +411,13 @@ class Hadar : public Policy {
   // most weighted iterations it can still use this round, relative to its
   // remaining work; ties go to keeping last round's copy there (no restart),
   // then to the higher rate, then to the earlier job. job -1: none can run.
-  // With `only` (ascending job indices) just those jobs are weighed.
+  // Only the jobs in `candidates` (ascending indices) are weighed.
   CopyChoice best_copy(size_t k, int idle, const std::vector<std::pair<size_t, int>>& previous,
-                       const std::vector<double>& rate, const std::vector<size_t>* only = nullptr) {
+                       const std::vector<double>& rate, const std::vector<size_t>& candidates) {
     CopyChoice best;
     CopyGain top;
     bool best_kept = false;
-    const size_t count = only ? only->size() : jobs().size();
-    for (size_t at = 0; at < count; ++at) {
-      const size_t i = only ? (*only)[at] : at;
+    for (const size_t i : candidates) {
       const int c = std::min(jobs()[i]->job->gpus, idle);
       const bool kept =
           std::find(previous.begin(), previous.end(), std::pair<size_t, int>{i, c}) != previous.end();
@@ -472,8 +453,8 @@ class Hadar : public Policy {
   std::vector<std::vector<int>> current_;
   std::vector<double> current_rate_;
   std::vector<int> counts_;  // scratch for evaluate()
-  std::vector<std::vector<double>> price_memo_, power_memo_;  // this round's p_k(y), q_k^m
-  std::vector<double> ratio_;                                 // this round's q_k
+  hadar_detail::RoundMemo price_memo_, power_memo_;  // this round's p_k(y), q_k^m
+  std::vector<double> ratio_;                        // this round's q_k
 };
 
 }  // namespace

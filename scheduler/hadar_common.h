@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +39,29 @@ struct TypeIndex {
     for (const Placement& p : ps) c[type_of_node[p.node]] += p.gpus;
     return c;
   }
+};
+
+// Values per GPU type and count 0..capacity, each computed at most once per
+// round: the round's evaluations ask for the same few prices again and again,
+// and a pow() or exp() per ask was most of both policies' time on Philly.
+class RoundMemo {
+ public:
+  void reset(const std::vector<int>& capacity) {
+    values_.resize(capacity.size());
+    for (size_t k = 0; k < capacity.size(); ++k)
+      values_[k].assign(static_cast<size_t>(std::max(0, capacity[k])) + 1, std::numeric_limits<double>::quiet_NaN());
+  }
+  // compute(y) for type k, kept when y is within 0..capacity.
+  template <class Compute>
+  double get(size_t k, int y, Compute&& compute) {
+    if (y < 0 || static_cast<size_t>(y) >= values_[k].size()) return compute(y);
+    double& v = values_[k][static_cast<size_t>(y)];
+    if (std::isnan(v)) v = compute(y);
+    return v;
+  }
+
+ private:
+  std::vector<std::vector<double>> values_;
 };
 
 // Per-job figures kept across rounds; entries of departed jobs are dropped

@@ -1,5 +1,6 @@
-// solve_lp() and solve_milp() for the rest of cellsched: they load the
-// COIN-OR module, cellsched-coin.so (scheduler/coin_module.h), on first use.
+// What the rest of cellsched links of lp.h and milp.h: LinearProgram's
+// builders, and solve_lp() and solve_milp(), which load the COIN-OR module,
+// cellsched-coin.so (scheduler/coin_module.h), on first use.
 #include <dlfcn.h>
 #include <unistd.h>
 
