@@ -55,8 +55,11 @@ void set_model_from_type(Job& j) {
 }
 
 void finish(Trace& t, long limit) {
-  std::stable_sort(t.jobs.begin(), t.jobs.end(),
-                   [](const Job& a, const Job& b) { return a.arrival_s < b.arrival_s; });
+  const auto earlier = [](const Job& a, const Job& b) { return a.arrival_s < b.arrival_s; };
+  // Most traces come in arrival order; moving 82,247 jobs through a merge
+  // sort anyway was a tenth of reading the Philly trace.
+  if (!std::is_sorted(t.jobs.begin(), t.jobs.end(), earlier))
+    std::stable_sort(t.jobs.begin(), t.jobs.end(), earlier);
   if (limit >= 0 && static_cast<size_t>(limit) < t.jobs.size()) t.jobs.resize(limit);
   for (size_t i = 0; i < t.jobs.size(); ++i) t.jobs[i].id = static_cast<int64_t>(i);
 }

@@ -87,13 +87,35 @@ double time_to_finish(std::vector<Gang>& gangs, double work, double end) {
   return -1;
 }
 
-// Whether `gang` (the `index`-th gang of this round's allocation) was placed
-// exactly so last round; copies usually keep their order, so look there first.
-bool contains(const Allocation& a, const std::vector<Placement>& gang, size_t index) {
-  if (a.workers == gang) return true;
-  if (index >= 1 && index - 1 < a.copies.size() && a.copies[index - 1] == gang) return true;
-  return std::find(a.copies.begin(), a.copies.end(), gang) != a.copies.end();
-}
+// Last round's gangs of one job: whether a gang (the `index`-th of this
+// round's allocation) was placed exactly so last round. Copies usually keep
+// their order, so that slot is looked at first; a job with many copies (HadarE
+// gives one job a copy on hundreds of idle nodes) is searched in a sorted
+// index instead of a scan per copy.
+class PreviousGangs {
+ public:
+  explicit PreviousGangs(const Allocation& a) : a_(a) {}
+  bool contains(const std::vector<Placement>& gang, size_t index) {
+    if (a_.workers == gang) return true;
+    if (index >= 1 && index - 1 < a_.copies.size() && a_.copies[index - 1] == gang) return true;
+    if (a_.copies.size() <= 8) return std::find(a_.copies.begin(), a_.copies.end(), gang) != a_.copies.end();
+    if (sorted_.empty()) {
+      for (const auto& copy : a_.copies) sorted_.push_back(&copy);
+      std::sort(sorted_.begin(), sorted_.end(), less);
+    }
+    return std::binary_search(sorted_.begin(), sorted_.end(), &gang, less);
+  }
+
+ private:
+  static bool less(const std::vector<Placement>* a, const std::vector<Placement>* b) {
+    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
+                                        [](const Placement& x, const Placement& y) {
+                                          return x.node != y.node ? x.node < y.node : x.gpus < y.gpus;
+                                        });
+  }
+  const Allocation& a_;
+  std::vector<const std::vector<Placement>*> sorted_;
+};
 
 }  // namespace
 
@@ -230,8 +252,9 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       bool any_new = false;
       const bool changed = !(a == s.current);
       if (changed) rates.clear();
+      PreviousGangs previous(s.current);
       auto add_gang = [&](const std::vector<Placement>& ps, double efficiency) {
-        const bool fresh = !contains(s.current, ps, gangs.size());
+        const bool fresh = !previous.contains(ps, gangs.size());
         any_new = any_new || fresh;
         if (rates.size() < gangs.size() + 1)
           rates.push_back(efficiency * gang_rate(idx, ps));

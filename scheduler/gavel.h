@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -31,12 +30,18 @@ struct GavelBasis {
   struct Job {
     std::vector<LpBasis> vars;  // per GPU type
     LpBasis work = LpBasis::basic, time = LpBasis::basic;
+    unsigned stamp = 0;  // the solve that last saw the job or class
   };
   std::unordered_map<int64_t, Job> jobs;
   // Max-min: by class of interchangeable jobs (throughputs, gang size, weight).
-  std::map<std::tuple<std::vector<double>, int, double>, Job> classes;
+  using ClassKey = std::tuple<std::vector<double>, int, double>;
+  struct ClassKeyHash {
+    size_t operator()(const ClassKey& key) const;
+  };
+  std::unordered_map<ClassKey, Job, ClassKeyHash> classes;
   LpBasis t = LpBasis::basic;
   std::vector<LpBasis> type_rows;
+  unsigned stamp = 0;  // solves so far
 };
 
 struct GavelAllocation {

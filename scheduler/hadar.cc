@@ -39,6 +39,8 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <stdexcept>
+#include <string>
 
 #include "core/error.h"
 #include "scheduler/hadar_common.h"
@@ -114,9 +116,16 @@ class Hadar : public Policy {
       capacity_[idx_.type_of_node[n]] += cluster.nodes[n].gpus;
     }
     free_k_ = capacity_;
+    total_free_ = 0;
+    for (int f : free_k_) total_free_ += f;
     given_.assign(K, 0);
     max_free_.assign(K, 0);
-    for (size_t k = 0; k < K; ++k) refresh_max_free(k);
+    nodes_at_.resize(K);
+    for (size_t k = 0; k < K; ++k) {
+      for (int n : idx_.nodes_of_type[k]) max_free_[k] = std::max(max_free_[k], free_[n]);
+      nodes_at_[k].assign(static_cast<size_t>(max_free_[k]) + 1, 0);
+      for (int n : idx_.nodes_of_type[k]) ++nodes_at_[k][static_cast<size_t>(free_[n])];
+    }
     const size_t J = jobs().size();
     caches_.resize(J);
     current_.assign(J, {});
@@ -131,11 +140,17 @@ class Hadar : public Policy {
     }
   }
 
-  void refresh_max_free(size_t k) {
-    int m = 0;
-    for (size_t n = 0; n < free_.size(); ++n)
-      if (idx_.type_of_node[n] == k) m = std::max(m, free_[n]);
-    max_free_[k] = m;
+  // Takes g free GPUs of node n, keeping its type's most free on one node:
+  // free counts only fall within a round, so the count of nodes at each level
+  // tells when the most falls (a scan of the type's nodes per placement was a
+  // tenth of hadar's time on the Philly trace).
+  void take_free(int n, int g) {
+    const size_t k = idx_.type_of_node[static_cast<size_t>(n)];
+    --nodes_at_[k][static_cast<size_t>(free_[n])];
+    free_[n] -= g;
+    if (free_[n] < 0) throw std::logic_error("hadar: node " + std::to_string(n) + " over-committed");
+    ++nodes_at_[k][static_cast<size_t>(free_[n])];
+    while (max_free_[k] > 0 && nodes_at_[k][static_cast<size_t>(max_free_[k])] == 0) --max_free_[k];
   }
 
   // Round utility of job i running at `rate` iterations/s (file comment):
@@ -205,6 +220,7 @@ class Hadar : public Policy {
   // its candidate in `best`.
   double evaluate(size_t i, Candidate* best) {
     const int w = jobs()[i]->job->gpus;
+    if (total_free_ < w) return kNever;  // no candidate below could fit
     const JobCache& c = *caches_[i];
     const size_t K = types();
     double top = kNever;
@@ -256,13 +272,17 @@ class Hadar : public Policy {
     auto cmp = [](const Entry& a, const Entry& b) {
       return a.first < b.first || (a.first == b.first && a.second > b.second);
     };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp);
+    // Built in one pass (entries are distinct, so the pops come in the same
+    // order as from pushes one by one).
+    std::vector<Entry> entries;
+    entries.reserve(jobs().size());
     for (size_t i = 0; i < jobs().size(); ++i) {
       const double p = evaluate(i, nullptr);
-      if (p > kNever) heap.push({p, i});
+      if (p > kNever) entries.push_back({p, i});
     }
+    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp, std::move(entries));
     Candidate best;
-    while (!heap.empty()) {
+    while (!heap.empty() && total_free_ > 0) {  // with no GPU free, nothing else fits
       const size_t i = heap.top().second;
       heap.pop();
       const double p = evaluate(i, &best);
@@ -291,25 +311,26 @@ class Hadar : public Policy {
         a.workers.insert(a.workers.end(), ps.begin(), ps.end());
       }
     }
-    for (const Placement& p : a.workers) free_[p.node] -= p.gpus;
+    for (const Placement& p : a.workers) take_free(p.node, p.gpus);
     for (size_t k = 0; k < types(); ++k) {
       if (c.counts[k] == 0) continue;
       given_[k] += c.counts[k];
       free_k_[k] -= c.counts[k];
-      refresh_max_free(k);
+      total_free_ -= c.counts[k];
     }
   }
 
   // `m` GPUs of type k on the fewest nodes (one node when `one_node`); GPUs
   // held by other jobs last round only when the rest do not do.
   std::vector<Placement> place_type(size_t k, int m, bool one_node) {
-    std::vector<int> avail(free_.size(), 0);
-    for (size_t n = 0; n < free_.size(); ++n)
-      if (idx_.type_of_node[n] == k) avail[n] = std::max(0, free_[n] - std::max(0, hold_[n]));
-    auto ps = place_fewest_nodes(avail, m);
+    const std::vector<int>& nodes = idx_.nodes_of_type[k];
+    std::vector<int>& avail = avail_;  // only type k's entries are read
+    avail.resize(free_.size());
+    for (int n : nodes) avail[n] = std::max(0, free_[n] - std::max(0, hold_[n]));
+    auto ps = place_fewest_nodes(avail, m, nodes);
     if (!ps.empty() && (!one_node || ps.size() == 1)) return ps;
-    for (size_t n = 0; n < free_.size(); ++n) avail[n] = idx_.type_of_node[n] == k ? free_[n] : 0;
-    return place_fewest_nodes(avail, m);
+    for (int n : nodes) avail[n] = free_[n];
+    return place_fewest_nodes(avail, m, nodes);
   }
 
   // HadarE: fill every idle GPU with copies, node by node: a node with g idle
@@ -322,8 +343,11 @@ class Hadar : public Policy {
     for (size_t i = 0; i < js.size(); ++i)
       if (!out[i].workers.empty())
         rate[i] = allocation_throughput(*ctx_->oracle, *js[i]->job, cluster, out[i].workers);
-    // Last round's copies per node: (job index, GPUs).
-    std::vector<std::vector<std::pair<size_t, int>>> previous(cluster.nodes.size());
+    // Last round's copies per node: (job index, GPUs); kept across rounds so
+    // that the per-node lists keep their memory.
+    std::vector<std::vector<std::pair<size_t, int>>>& previous = previous_;
+    previous.resize(cluster.nodes.size());
+    for (auto& p : previous) p.clear();
     for (size_t i = 0; i < js.size(); ++i)
       for (const auto& copy : js[i]->current.copies)
         if (copy.size() == 1) previous[copy[0].node].push_back({i, copy[0].gpus});
@@ -344,7 +368,8 @@ class Hadar : public Policy {
         if (!previous[n].empty()) {
           // Only last round's copies here are valued differently (no restart,
           // and preferred on ties): the best is one of them or the plain best.
-          std::vector<size_t> only;
+          std::vector<size_t>& only = only_;
+          only.clear();
           for (const auto& [i, c] : previous[n]) only.push_back(i);
           if (best.job >= 0) only.push_back(static_cast<size_t>(best.job));
           std::sort(only.begin(), only.end());
@@ -449,10 +474,15 @@ class Hadar : public Policy {
   // placed; per type, capacity, free GPUs, GPUs given out and the most free
   // on one node; per job, its cache, last round's type counts and rate.
   std::vector<int> free_, hold_, capacity_, free_k_, given_, max_free_;
+  std::vector<std::vector<int>> nodes_at_;  // [type][f]: its nodes with f free GPUs
   std::vector<JobCache*> caches_;
   std::vector<std::vector<int>> current_;
   std::vector<double> current_rate_;
+  int total_free_ = 0;       // sum of free_k_
   std::vector<int> counts_;  // scratch for evaluate()
+  std::vector<int> avail_;   // scratch for place_type()
+  std::vector<std::vector<std::pair<size_t, int>>> previous_;  // scratch for add_copies()
+  std::vector<size_t> only_;                                  // scratch for add_copies()
   hadar_detail::RoundMemo price_memo_, power_memo_;  // this round's p_k(y), q_k^m
   std::vector<double> ratio_;                        // this round's q_k
 };

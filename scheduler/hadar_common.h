@@ -20,6 +20,7 @@ struct TypeIndex {
   const Cluster* cluster = nullptr;
   std::vector<std::string> types;
   std::vector<size_t> type_of_node;
+  std::vector<std::vector<int>> nodes_of_type;  // ascending
 
   // Re-indexes when `c` is not the cluster indexed last; true when it did.
   bool index(const Cluster& c) {
@@ -27,9 +28,12 @@ struct TypeIndex {
     cluster = &c;
     types = c.gpu_types();
     type_of_node.resize(c.nodes.size());
-    for (size_t n = 0; n < c.nodes.size(); ++n)
+    nodes_of_type.assign(types.size(), {});
+    for (size_t n = 0; n < c.nodes.size(); ++n) {
       type_of_node[n] = static_cast<size_t>(
           std::find(types.begin(), types.end(), c.nodes[n].gpu_type) - types.begin());
+      nodes_of_type[type_of_node[n]].push_back(static_cast<int>(n));
+    }
     return true;
   }
 

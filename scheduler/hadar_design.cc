@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <queue>
 
 #include "scheduler/hadar_common.h"
@@ -36,7 +37,10 @@ class HadarDesign : public Policy {
   void decide(const RoundContext& ctx, std::vector<Allocation>& out) override {
     const Cluster& cluster = *ctx.cluster;
     const auto& jobs = *ctx.jobs;
-    if (idx_.index(cluster)) cache_.clear();
+    if (idx_.index(cluster)) {
+      cache_.clear();
+      classes_.clear();
+    }
     const std::vector<size_t>& type_of_node = idx_.type_of_node;
     const size_t K = idx_.types.size();
 
@@ -64,6 +68,8 @@ class HadarDesign : public Policy {
     std::vector<int> capacity(K, 0), free_k(K, 0);
     for (const Node& n : cluster.nodes) capacity[type_of_node[&n - cluster.nodes.data()]] += n.gpus;
     free_k = capacity;
+    int total_free = 0;  // sum of free_k
+    for (int f : free_k) total_free += f;
     std::vector<int> given(K, 0);  // y_k: GPUs given out this round
     // hadar_price(u_min, u_max, C_k, y) = u_min/2 * (2 u_max/u_min)^(y/C_k), as
     // a * exp(b_k y) with the logarithm taken once per round: pow() per call
@@ -78,13 +84,23 @@ class HadarDesign : public Policy {
       return priced ? memo.get(k, y, [&](int n) { return u_min / 2 * std::exp(slope[k] * n); }) : 0.0;
     };
 
-    // Best (payoff, per-type counts) of job i under the current prices.
+    // The cheapest placement per bottleneck type depends only on the job's
+    // per-worker throughputs and gang size (its class) and on what is given
+    // out so far, so it is worked out once per class until the next commit
+    // (`version`): a round's thousands of first evaluations share a few dozen.
+    unsigned version = 0;
+    if (round_costs_.size() < classes_.size()) round_costs_.resize(classes_.size());
+    for (ClassCost& c : round_costs_) c.version = ~0u;
     std::vector<int> counts(K), best_counts(K);
-    auto evaluate = [&](size_t i, std::vector<int>* chosen) {
-      const JobState& s = *jobs[i];
-      const int w = s.job->gpus;
+    auto class_cost = [&](size_t i) -> const ClassCost& {
+      ClassCost& m = round_costs_[caches[i]->cls];
+      if (m.version == version) return m;
+      m.version = version;
+      m.cost.assign(K, 0.0);
+      m.fits.assign(K, 0);
+      m.counts.assign(K * K, 0);
+      const int w = jobs[i]->job->gpus;
       const std::vector<double>& v = *per_worker[i];
-      double best = kNever;
       for (size_t b = 0; b < K; ++b) {
         if (v[b] <= 0) continue;
         std::fill(counts.begin(), counts.end(), 0);
@@ -103,10 +119,29 @@ class HadarDesign : public Policy {
           cost += pick_price;
         }
         if (placed < w) continue;
+        m.fits[b] = 1;
+        m.cost[b] = cost;
+        std::copy(counts.begin(), counts.end(), m.counts.begin() + static_cast<std::ptrdiff_t>(b * K));
+      }
+      return m;
+    };
+    // Best (payoff, per-type counts) of job i under the current prices.
+    auto evaluate = [&](size_t i, std::vector<int>* chosen) {
+      const JobState& s = *jobs[i];
+      const int w = s.job->gpus;
+      if (total_free < w) return kNever;  // no type mix could place it
+      const std::vector<double>& v = *per_worker[i];
+      const ClassCost& m = class_cost(i);
+      double best = kNever;
+      for (size_t b = 0; b < K; ++b) {
+        if (!m.fits[b]) continue;
         const double utility = s.job->weight * w * v[b] / s.remaining;
-        if (utility - cost > best) {
-          best = utility - cost;
-          if (chosen) *chosen = counts;
+        if (utility - m.cost[b] > best) {
+          best = utility - m.cost[b];
+          if (chosen) {
+            const auto from = m.counts.begin() + static_cast<std::ptrdiff_t>(b * K);
+            chosen->assign(from, from + static_cast<std::ptrdiff_t>(K));
+          }
         }
       }
       return best;
@@ -123,7 +158,7 @@ class HadarDesign : public Policy {
       if (p > 0) heap.push({p, i});
     }
     std::vector<std::vector<int>> admitted(jobs.size());
-    while (!heap.empty()) {
+    while (!heap.empty() && total_free > 0) {  // with no GPU free, nothing else fits
       const auto [stale, i] = heap.top();
       heap.pop();
       const double p = evaluate(i, &best_counts);
@@ -133,9 +168,11 @@ class HadarDesign : public Policy {
         continue;
       }
       admitted[i] = best_counts;
+      ++version;
       for (size_t k = 0; k < K; ++k) {
         given[k] += best_counts[k];
         free_k[k] -= best_counts[k];
+        total_free -= best_counts[k];
       }
     }
 
@@ -150,14 +187,12 @@ class HadarDesign : public Policy {
       for (const Placement& p : out[i].workers) free[p.node] -= p.gpus;
       placed[i] = 1;
     }
-    std::vector<char> allowed(cluster.nodes.size());
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (admitted[i].empty() || placed[i]) continue;
       bool ok = true;
       for (size_t k = 0; k < K && ok; ++k) {
         if (admitted[i][k] == 0) continue;
-        for (size_t n = 0; n < allowed.size(); ++n) allowed[n] = type_of_node[n] == k;
-        auto ps = place_fewest_nodes(free, admitted[i][k], &allowed);
+        auto ps = place_fewest_nodes(free, admitted[i][k], idx_.nodes_of_type[k]);
         ok = !ps.empty();
         out[i].workers.insert(out[i].workers.end(), ps.begin(), ps.end());
       }
@@ -172,6 +207,14 @@ class HadarDesign : public Policy {
   struct JobCache {
     std::vector<double> per_worker;          // at the job's own scale, per type
     const ThroughputOracle* oracle = nullptr;
+    size_t cls = 0;                          // its (per_worker, gang size) class
+  };
+  // A class's cheapest placement per bottleneck type b under one round state.
+  struct ClassCost {
+    unsigned version = ~0u;
+    std::vector<double> cost;  // [b]
+    std::vector<char> fits;    // [b]: all W workers placed
+    std::vector<int> counts;   // [b * K + k]
   };
 
   JobCache& cache_of(const RoundContext& ctx, const Job& job) {
@@ -181,12 +224,15 @@ class HadarDesign : public Policy {
       c.per_worker.assign(idx_.types.size(), 0);
       for (size_t k = 0; k < idx_.types.size(); ++k)
         c.per_worker[k] = ctx.oracle->throughput(job, idx_.types[k], job.gpus, true) / job.gpus;
+      c.cls = classes_.emplace(std::make_pair(c.per_worker, job.gpus), classes_.size()).first->second;
     }
     return c;
   }
 
   hadar_detail::TypeIndex idx_;
   hadar_detail::JobCacheMap<JobCache> cache_;
+  std::map<std::pair<std::vector<double>, int>, size_t> classes_;  // -> class id
+  std::vector<ClassCost> round_costs_;                             // by class id
 };
 
 }  // namespace

@@ -2,10 +2,11 @@
 // module (scheduler/coin_module.cc), which solver.cc loads on first use.
 #include "scheduler/coin_module.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "ClpSimplex.hpp"
-#include "CoinPackedMatrix.hpp"
 #include "scheduler/coin_util.h"
 
 namespace cellsched {
@@ -28,15 +29,61 @@ LpSolution coin_solve_lp(const LinearProgram& lp) {
     if (lp.row_lower[i] > lp.row_upper[i])
       throw LpError("infeasible", "LP infeasible: row " + std::to_string(i) + " has lower > upper");
 
-  CoinPackedMatrix matrix(true, lp.entry_row.data(), lp.entry_col.data(), lp.entry_value.data(),
-                          static_cast<CoinBigIndex>(lp.entry_row.size()));
-  matrix.setDimensions(m, n);
+  // Column-major form by a counting sort on the column, rows ascending within
+  // a column and repeated (row, col) pairs summed: the matrix COIN-OR's
+  // triplet constructor builds, without its sort (a tenth of a round's LP).
+  std::vector<CoinBigIndex> start(n + 1, 0);
+  for (int c : lp.entry_col) ++start[c + 1];
+  for (int j = 0; j < n; ++j) start[j + 1] += start[j];
+  std::vector<int> index(lp.entry_row.size());
+  std::vector<double> value(lp.entry_row.size());
+  {
+    std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
+    for (size_t e = 0; e < lp.entry_row.size(); ++e) {
+      const CoinBigIndex at = fill[lp.entry_col[e]]++;
+      index[at] = lp.entry_row[e];
+      value[at] = lp.entry_value[e];
+    }
+  }
+  CoinBigIndex kept = 0;
+  for (int j = 0; j < n; ++j) {
+    const CoinBigIndex begin = start[j], end = start[j + 1];
+    start[j] = kept;
+    bool sorted = true;
+    for (CoinBigIndex e = begin + 1; e < end && sorted; ++e) sorted = index[e - 1] < index[e];
+    if (!sorted) {  // rare: the builders add each row's entries once, in row order
+      std::vector<std::pair<int, double>> col;
+      for (CoinBigIndex e = begin; e < end; ++e) col.emplace_back(index[e], value[e]);
+      std::stable_sort(col.begin(), col.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      CoinBigIndex at = begin;
+      for (size_t i = 0; i < col.size(); ++i) {
+        if (i > 0 && col[i].first == col[i - 1].first) {
+          value[at - 1] += col[i].second;
+          continue;
+        }
+        index[at] = col[i].first;
+        value[at++] = col[i].second;
+      }
+      for (CoinBigIndex e = begin; e < at; ++e, ++kept) {
+        index[kept] = index[e];
+        value[kept] = value[e];
+      }
+      continue;
+    }
+    for (CoinBigIndex e = begin; e < end; ++e, ++kept) {
+      index[kept] = index[e];
+      value[kept] = value[e];
+    }
+  }
+  start[n] = kept;
   const std::vector<double> collb = coin::bounds(lp.col_lower), colub = coin::bounds(lp.col_upper);
   const std::vector<double> rowlb = coin::bounds(lp.row_lower), rowub = coin::bounds(lp.row_upper);
 
   auto run = [&](ClpSimplex& model, bool warm) {
     model.setLogLevel(0);
-    model.loadProblem(matrix, collb.data(), colub.data(), lp.cost.data(), rowlb.data(), rowub.data());
+    model.loadProblem(n, m, start.data(), index.data(), value.data(), collb.data(), colub.data(),
+                      lp.cost.data(), rowlb.data(), rowub.data());
     model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
     if (warm) {
       model.createStatus();

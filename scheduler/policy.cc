@@ -63,17 +63,21 @@ std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus) {
   return out;
 }
 
-std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
-                                          const std::vector<char>* allowed) {
-  auto ok = [&](size_t n) { return free[n] > 0 && (!allowed || (*allowed)[n]); };
+namespace {
+
+// place_fewest_nodes over the nodes `for_each` visits (ascending node order;
+// it calls f(n) until f returns false) that have a free GPU.
+template <class ForEach>
+std::vector<Placement> fewest_nodes(std::vector<int>& free, int gpus, const ForEach& for_each) {
   // One node: the tightest fit keeps large holes for large jobs.
   int best = -1;
-  for (size_t n = 0; n < free.size(); ++n) {
-    if (ok(n) && free[n] >= gpus && (best < 0 || free[n] < free[best])) {
-      best = static_cast<int>(n);
-      if (free[n] == gpus) break;  // no fit is tighter; the first such node, as the full scan picks
+  for_each([&](int n) {
+    if (free[n] > 0 && free[n] >= gpus && (best < 0 || free[n] < free[best])) {
+      best = n;
+      if (free[n] == gpus) return false;  // no fit is tighter; the first such node, as the full scan picks
     }
-  }
+    return true;
+  });
   if (best >= 0) {
     free[best] -= gpus;
     return {{best, gpus}};
@@ -84,20 +88,25 @@ std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
   // a tenth of gavel's time on Philly's 311 nodes).
   long total = 0;
   int most = 0;
-  for (size_t n = 0; n < free.size(); ++n) {
-    if (ok(n)) {
+  for_each([&](int n) {
+    if (free[n] > 0) {
       total += free[n];
       most = std::max(most, free[n]);
     }
-  }
+    return true;
+  });
   if (total < gpus) return {};
   std::vector<int> start(static_cast<size_t>(most) + 2, 0);  // start[most - f]: first slot of count f
-  for (size_t n = 0; n < free.size(); ++n)
-    if (ok(n)) ++start[static_cast<size_t>(most - free[n]) + 1];
+  for_each([&](int n) {
+    if (free[n] > 0) ++start[static_cast<size_t>(most - free[n]) + 1];
+    return true;
+  });
   for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
   std::vector<int> order(static_cast<size_t>(start.back()));
-  for (size_t n = 0; n < free.size(); ++n)
-    if (ok(n)) order[static_cast<size_t>(start[static_cast<size_t>(most - free[n])]++)] = static_cast<int>(n);
+  for_each([&](int n) {
+    if (free[n] > 0) order[static_cast<size_t>(start[static_cast<size_t>(most - free[n])]++)] = n;
+    return true;
+  });
   std::vector<Placement> out;
   int left = gpus;
   for (int n : order) {
@@ -108,6 +117,23 @@ std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
   }
   for (const Placement& p : out) free[p.node] -= p.gpus;
   return out;
+}
+
+}  // namespace
+
+std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
+                                          const std::vector<char>* allowed) {
+  return fewest_nodes(free, gpus, [&](const auto& f) {
+    for (size_t n = 0; n < free.size(); ++n)
+      if ((!allowed || (*allowed)[n]) && !f(static_cast<int>(n))) return;
+  });
+}
+
+std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus, const std::vector<int>& nodes) {
+  return fewest_nodes(free, gpus, [&](const auto& f) {
+    for (int n : nodes)
+      if (!f(n)) return;
+  });
 }
 
 }  // namespace cellsched

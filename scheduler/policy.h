@@ -88,5 +88,8 @@ std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus);
 // `allowed` (optional, per node) restricts the nodes considered.
 std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,
                                           const std::vector<char>* allowed = nullptr);
+// The same over `nodes` only (ascending node indices): a policy that places
+// by GPU type keeps each type's nodes and scans just those.
+std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus, const std::vector<int>& nodes);
 
 }  // namespace cellsched

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/error.h"
 #include "scheduler/engine.h"
 #include "scheduler/policy.h"
@@ -106,6 +108,30 @@ TEST(Placement, FewestNodesPrefersTightestSingleNode) {
   // Too large: nothing changes.
   EXPECT_TRUE(place_fewest_nodes(free, 2).empty());
   EXPECT_EQ(free, (std::vector<int>{1, 0, 0}));
+}
+
+TEST(Placement, FewestNodesOverANodeListMatchesTheMask) {
+  // The node-list form (policies that place by GPU type) picks what the mask
+  // form picks, on random clusters and requests.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 12);
+    std::vector<int> free(nodes);
+    std::vector<char> mask(nodes);
+    std::vector<int> list;
+    for (int n = 0; n < nodes; ++n) {
+      free[n] = static_cast<int>(rng() % 9);
+      mask[n] = static_cast<char>(rng() % 3 != 0);
+      if (mask[n]) list.push_back(n);
+    }
+    const int gpus = 1 + static_cast<int>(rng() % 12);
+    std::vector<int> by_mask = free, by_list = free;
+    const auto a = place_fewest_nodes(by_mask, gpus, &mask);
+    const auto b = place_fewest_nodes(by_list, gpus, list);
+    ASSERT_EQ(a, b) << "trial " << trial;
+    ASSERT_EQ(by_mask, by_list) << "trial " << trial;
+    for (const Placement& p : b) EXPECT_TRUE(mask[p.node]);
+  }
 }
 
 TEST(Placement, FirstFitTakesNodesInOrder) {

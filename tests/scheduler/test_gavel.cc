@@ -63,6 +63,26 @@ TEST(Lp, KeepsTrailingEmptyColumnsAndSumsDuplicates) {
   EXPECT_NEAR(s.objective, -2, 1e-9);
 }
 
+TEST(Lp, TakesEntriesInAnyOrder) {
+  // max x + y with x + 2y <= 4 and 3x + y <= 6, entries given column by
+  // column, the second row's first, and one split in two (summed): x = 1.6,
+  // y = 1.2, objective 2.8.
+  LinearProgram lp;
+  lp.maximize = true;
+  const int x = lp.add_var(1), y = lp.add_var(1);
+  lp.row_lower = {-kLpInf, -kLpInf};
+  lp.row_upper = {4, 6};
+  lp.add_entry(1, x, 3);
+  lp.add_entry(0, x, 1);
+  lp.add_entry(1, y, 0.5);
+  lp.add_entry(0, y, 2);
+  lp.add_entry(1, y, 0.5);
+  const LpSolution s = solve_lp(lp);
+  EXPECT_NEAR(s.x[x], 1.6, 1e-9);
+  EXPECT_NEAR(s.x[y], 1.2, 1e-9);
+  EXPECT_NEAR(s.objective, 2.8, 1e-9);
+}
+
 TEST(Lp, ReportsInfeasibleAsAnException) {
   LinearProgram lp;
   const int x = lp.add_var(1), y = lp.add_var(1);

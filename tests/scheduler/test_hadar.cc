@@ -221,5 +221,31 @@ TEST(Engine, OnlyNewGangsPayTheRestart) {
   EXPECT_EQ(r.jobs[0].restarts, 2);
 }
 
+TEST(Engine, ManyCopiesInAnotherOrderPayNoRestart) {
+  // Eleven copies (past the short scan): round 2 lists them in reverse, and
+  // only the one that moved from node 3 to node 12 (idle in round 1) is new.
+  Cluster c;
+  c.name = "v100x2-by-13";
+  for (int n = 0; n < 13; ++n) c.nodes.push_back({"n" + std::to_string(n), "localhost", "v100", 2});
+  FakeOracle o;
+  o.rate = {{"v100", 10}};
+  Trace t;
+  t.name = "one";
+  t.jobs = {make_job(0, 0, 1, 1e6)};
+  Scripted p;
+  std::vector<std::vector<Placement>> first, second;
+  for (int n = 1; n < 12; ++n) first.push_back({{n, 1}});
+  for (int n = 11; n >= 1; --n) second.push_back({{n == 3 ? 12 : n, 1}});
+  p.copies_by_round = {first, second};
+  SimOptions so;
+  so.horizon_s = 720;
+  so.fork_efficiency = 1.0;
+  const RunRecord r = simulate(t, c, o, p, so);
+  // Round 1: 12 new gangs at 10 it/s from 30 s: 120 x 330. Round 2: the main
+  // gang and 10 kept copies 110 x 360, the moved copy 10 x 330.
+  EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 120 * 330 + 110 * 360 + 10 * 330);
+  EXPECT_EQ(r.jobs[0].restarts, 2);
+}
+
 }  // namespace
 }  // namespace cellsched
