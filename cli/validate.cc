@@ -21,6 +21,7 @@
 
 #include "cli/common.h"
 #include "cli/estimate_common.h"
+#include "cli/validate_report.h"
 #include "core/error.h"
 #include "db/profile_store.h"
 #include "profiler/comm.h"
@@ -131,7 +132,11 @@ struct Settings {
   std::string model_name, db_path;
   int iterations = 7, warmup = 2, threads = 1, reps = 15, trials = 3, passes = 3;
   int64_t profile_id = 0, comm_id = 0;
+  bool colocation_probe = false;
 };
+
+// The co-location probe's step: the whole model, 2 micro-batches of 2.
+constexpr int kProbeMicroBatches = 2, kProbeMicroBatchSize = 2;
 
 // Profiles compute and comm unless ids were given; stores them. `between`
 // runs after each compute pass but the last (the interleaved trial rounds).
@@ -192,7 +197,9 @@ class TrialRounds {
  public:
   TrialRounds(const Settings& s, const std::vector<Config>& configs, int layers, validate::HostObservation& host)
       : s_(s), configs_(configs), layers_(layers), host_(host), trials_(configs.size()),
-        scratch_(fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()))) {}
+        scratch_(fs::temp_directory_path() / ("cellsched-validate-" + std::to_string(::getpid()))) {
+    for (const Config& c : configs) probe_ = probe_ || (s.colocation_probe && c.world > 1);
+  }
 
   // Runs the rounds due after compute pass `pass` (all that remain for pass < 0).
   void after_pass(int pass) {
@@ -205,30 +212,53 @@ class TrialRounds {
     calibrate(host_);
     return std::move(trials_);
   }
+  // The co-location probe's trials (empty when it did not run).
+  const std::vector<double>& alone_ms() const { return alone_; }
+  const std::vector<double>& together_ms() const { return together_; }
 
  private:
+  validate::WorkerArgs worker_args(const Config& c) const {
+    validate::WorkerArgs a;
+    a.mode = c.mode;
+    a.model = s_.model_name;
+    a.world = c.world;
+    a.micro_batches = c.micro_batches;
+    a.micro_batch_size = c.micro_batch_size;
+    a.split = layers_ / 2;
+    a.iterations = s_.iterations;
+    a.warmup = s_.warmup;
+    a.threads = s_.threads;
+    return a;
+  }
+
+  // Not a row of the report: the same single-process step run alone and as
+  // two processes at once (one per CPU, each iteration the slower of the
+  // two), so that the multi-process rows' estimates account for what the
+  // processes cost each other (validate::colocation_factor). Which goes first
+  // alternates by round.
+  void probe(int t) {
+    const Config alone{"single", 1, kProbeMicroBatches, kProbeMicroBatchSize};
+    const Config together{"single", 2, kProbeMicroBatches, kProbeMicroBatchSize};
+    for (int k = 0; k < 2; ++k) {
+      const bool alone_now = (k == 0) == (t % 2 == 0);
+      const Config& c = alone_now ? alone : together;
+      (alone_now ? alone_ : together_).push_back(measure(run_config(worker_args(c), scratch_), c).iteration_ms);
+    }
+  }
+
   void round(int t) {
     calibrate(host_);
     for (const auto& [trial, config] : validate::interleaved_order(static_cast<int>(configs_.size()), s_.trials)) {
       if (trial != t) continue;
       const size_t ci = static_cast<size_t>(config);
       const Config& c = configs_[ci];
-      validate::WorkerArgs a;
-      a.mode = c.mode;
-      a.model = s_.model_name;
-      a.world = c.world;
-      a.micro_batches = c.micro_batches;
-      a.micro_batch_size = c.micro_batch_size;
-      a.split = layers_ / 2;
-      a.iterations = s_.iterations;
-      a.warmup = s_.warmup;
-      a.threads = s_.threads;
-      trials_[ci].push_back(measure(run_config(a, scratch_), c));
+      trials_[ci].push_back(measure(run_config(worker_args(c), scratch_), c));
       if (stderr_is_tty())
         std::cerr << "  [" << ++done_ << "/" << configs_.size() * static_cast<size_t>(s_.trials) << "] trial " << t + 1
                   << " " << config_name(c) << " B=" << c.micro_batches << ": "
                   << fixed(trials_[ci].back().iteration_ms, 2) << " ms\n";
     }
+    if (probe_) probe(t);
   }
 
   const Settings& s_;
@@ -239,6 +269,8 @@ class TrialRounds {
   fs::path scratch_;
   int next_ = 0;
   size_t done_ = 0;
+  bool probe_ = false;
+  std::vector<double> alone_, together_;
 };
 
 json spread_json(const validate::Spread& sp) {
@@ -274,79 +306,6 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
            {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
             {"gradient_sync", e.stages.front().grad_sync_ms},
             {"optimizer", e.sync_ms - e.stages.front().grad_sync_ms}}}};
-}
-
-// The compute profile's layers with their own spread (IQR over repetitions).
-json profile_layers_json(const ProfileRun& p) {
-  json out = json::array();
-  for (const auto& l : p.layers)
-    out.push_back({{"layer", l.layer_name}, {"micro_batch", l.micro_batch}, {"fwd_ms", l.fwd_ms},
-                   {"fwd_iqr_ms", l.fwd_spread_ms}, {"bwd_ms", l.bwd_ms}, {"bwd_iqr_ms", l.bwd_spread_ms},
-                   {"repetitions", l.repetitions}});
-  return out;
-}
-
-json host_json(const validate::HostObservation& h, const validate::HostVerdict& v) {
-  return {{"cpus", h.cpus},
-          {"load_average_at_start", h.load_at_start},
-          {"others_cpu_share", v.others_cpu_share},
-          {"calibration_s", h.calibration_s},
-          {"calibration_ratio", v.calibration_ratio},
-          {"memory_calibration_s", h.memory_calibration_s},
-          {"memory_calibration_ratio", v.memory_calibration_ratio},
-          {"busy", v.busy},
-          {"reasons", v.reasons}};
-}
-
-void print_text(std::ostream& out, const json& r) {
-  out << "model " << r["model"].get<std::string>() << " on the CPU, " << r["threads"] << " thread(s) per process; "
-      << r["trials"] << " interleaved trials per configuration; profiles " << r["compute_profile"] << " (compute) and "
-      << r["comm_profile"] << " (comm)\n";
-  Table pt({"profiled layer", "micro-batch", "fwd ms", "fwd IQR", "bwd ms", "bwd IQR"});
-  for (const auto& l : r["profile_layers"])
-    pt.add({l["layer"].get<std::string>(), std::to_string(l["micro_batch"].get<int>()), fixed(l["fwd_ms"], 3),
-            fixed(l["fwd_iqr_ms"], 3), fixed(l["bwd_ms"], 3), fixed(l["bwd_iqr_ms"], 3)});
-  pt.print(out);
-  out << "\n";
-  Table t({"config", "procs", "B", "micro-batch", "measured ms", "min-max ms", "estimated ms", "error %", "in spread"});
-  for (const auto& row : r["rows"]) {
-    const auto& sp = row["measured_spread_ms"];
-    t.add({row["config"].get<std::string>(), std::to_string(row["processes"].get<int>()),
-           std::to_string(row["micro_batches"].get<int>()), std::to_string(row["micro_batch_size"].get<int>()),
-           fixed(row["measured_ms"], 2), fixed(sp["min"], 2) + "-" + fixed(sp["max"], 2), fixed(row["estimated_ms"], 2),
-           fixed(row["error_pct"], 1), row["within_spread"].get<bool>() ? "yes" : "no"});
-  }
-  t.print(out);
-  out << "median |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
-      << "% over " << r["rows"].size() << " configurations (medians of trials); "
-      << fixed(100 * r["within_spread_share"].get<double>(), 0) << "% of estimates lie within the measured min-max\n";
-  const auto& h = r["host"];
-  out << "host: " << (h["busy"].get<bool>() ? "BUSY" : "idle") << " (others took "
-      << fixed(100 * h["others_cpu_share"].get<double>(), 1) << "% of the CPU time, calibration spread x"
-      << fixed(h["calibration_ratio"], 2) << ", memory pass spread x" << fixed(h["memory_calibration_ratio"], 2) << ", load average " << fixed(h["load_average_at_start"], 2)
-      << " at start)\n";
-  for (const auto& why : h["reasons"])
-    out << "warning: the host was busy: " << why.get<std::string>() << "; the measured times carry its noise\n";
-}
-
-void write_markdown(const std::string& path, const json& r) {
-  std::ofstream f(path);
-  if (!f) throw InputError(path + ": cannot write");
-  f << "| config | processes | micro-batches | micro-batch size | measured ms (median of " << r["trials"]
-    << " trials) | min-max ms | estimated ms | error % |"
-       " compute ms meas / est | gradient sync ms meas / est | optimizer ms meas / est |\n"
-       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  auto pair = [](const json& row, const char* part) {
-    return fixed(row["measured_breakdown_ms"][part], 1) + " / " + fixed(row["estimated_breakdown_ms"][part], 1);
-  };
-  for (const auto& row : r["rows"])
-    f << "| " << row["config"].get<std::string>() << " | " << row["processes"] << " | " << row["micro_batches"]
-      << " | " << row["micro_batch_size"] << " | " << fixed(row["measured_ms"], 2) << " | "
-      << fixed(row["measured_spread_ms"]["min"], 2) << "-" << fixed(row["measured_spread_ms"]["max"], 2) << " | "
-      << fixed(row["estimated_ms"], 2) << " | " << fixed(row["error_pct"], 1) << " | " << pair(row, "compute")
-      << " | " << pair(row, "gradient_sync") << " | " << pair(row, "optimizer") << " |\n";
-  f << "\nmedian |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
-    << "%; host " << (r["host"]["busy"].get<bool>() ? "busy" : "idle") << "\n";
 }
 
 std::vector<Config> chosen_configs(const std::string& list) {
@@ -388,6 +347,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       ("profile-passes", po::value(&s.passes)->default_value(3),
        "interleaved profiling passes the repetitions are spread over (see profile --passes)")
       ("configs", po::value(&config_list)->default_value("single,dp,pp"), "which configurations to run: single, dp, pp")
+      ("colocation-probe",
+       "also run the step alone and as two processes at once, each round, and scale the multi-process rows' "
+       "compute estimates by how much slower the pair ran (off by default: about x1.00 on an idle 2-CPU VM, "
+       "and a noisy probe moves every multi-process estimate)")
       ("out", po::value(&out_md), "also write the table as Markdown to this file")
       ("json", "print JSON");
   po::variables_map vm;
@@ -398,6 +361,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
                      "sensible), --warmup >= 0");
   const std::vector<Config> configs = chosen_configs(config_list);
+  s.colocation_probe = vm.count("colocation-probe") > 0;
   const ModelSpec model = load_model(s.model_name);
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
@@ -419,12 +383,13 @@ int cmd_validate(const std::vector<std::string>& args) {
   TrialRounds rounds(s, configs, L, host);
   ensure_profiles(s, model, {1, 2, 4, 8}, [&](int pass) { rounds.after_pass(pass); });
   const ProfileSelection sel = select_profiles(s.db_path, model, "cpu", s.profile_id, s.comm_id);
+  const auto trials = rounds.finish();
   estimator::Options eo;
   eo.optimizer = "sgd";
   eo.memory_fraction = 1;
+  eo.colocated_compute_factor = validate::colocation_factor(rounds.alone_ms(), rounds.together_ms());
   const estimator::CostModel cost(model, "cpu", sel.compute, sel.comm ? &*sel.comm : nullptr, eo);
 
-  const auto trials = rounds.finish();
   host.end = validate::read_cpu_clock();
   const validate::HostVerdict verdict = validate::judge_host(host);
 
@@ -455,14 +420,21 @@ int cmd_validate(const std::vector<std::string>& args) {
       {"median_abs_error_pct", median_of(errs)},
       {"worst_abs_error_pct", *std::max_element(errs.begin(), errs.end())},
       {"within_spread_share", static_cast<double>(within) / static_cast<double>(rows.size())},
-      {"profile_layers", profile_layers_json(sel.compute)},
-      {"host", host_json(host, verdict)},
+      {"colocation",
+       {{"probe", !rounds.alone_ms().empty()},
+        {"micro_batches", kProbeMicroBatches},
+        {"micro_batch_size", kProbeMicroBatchSize},
+        {"alone_ms", rounds.alone_ms()},
+        {"together_ms", rounds.together_ms()},
+        {"factor", eo.colocated_compute_factor}}},
+      {"profile_layers", validate_profile_layers_json(sel.compute)},
+      {"host", validate_host_json(host, verdict)},
       {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   if (vm.count("json")) std::cout << report.dump(2) << "\n";
-  else print_text(std::cout, report);
+  else print_validate_text(std::cout, report);
   if (vm.count("json") && verdict.busy)
     for (const auto& why : verdict.reasons) std::cerr << "warning: the host was busy: " << why << "\n";
-  if (vm.count("out")) write_markdown(out_md, report);
+  if (vm.count("out")) write_validate_markdown(out_md, report);
   return 0;
 }
 

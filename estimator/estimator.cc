@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "core/error.h"
@@ -393,6 +394,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   const double bpv = cm.model().bytes_per_value;
   const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
   std::vector<double> s(S), c(S > 1 ? S - 1 : 0);
+  const double coloc = cell.gpus_per_host > 1 ? cm.options().colocated_compute_factor : 1.0;
   int offset = 0;
   for (int j = 0; j < S; ++j) {
     const StagePlan& sp = plan.stages[static_cast<size_t>(j)];
@@ -408,8 +410,8 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     double params = 0, saved = 0, max_act = 0, inputs = 0, max_saved = 0;
     for (int l = sp.first_layer; l < sp.first_layer + sp.num_layers; ++l) {
       const auto t = cm.layer_time(l, sp.tp, m);
-      st.fwd_ms += t.fwd_ms;
-      st.bwd_ms += t.bwd_ms;
+      st.fwd_ms += coloc * t.fwd_ms;
+      st.bwd_ms += coloc * t.bwd_ms;
       st.tp_comm_ms += cm.tp_comm_ms(l, sp.tp, m, false);
       params += cm.layer_params(l, sp.tp);
       saved += cm.layer_saved_bytes(l, sp.tp);
@@ -461,6 +463,11 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   e.basis = cm.basis();
   e.precision = cm.precision();
   e.notes = cm.notes();
+  if (coloc != 1.0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "layer compute x%.3f: processes sharing a host (measured co-location)", coloc);
+    e.notes.push_back(buf);
+  }
   return e;
 }
 

@@ -68,6 +68,11 @@ struct Options {
   double network_latency_us = 20;
   int tp_allreduces_fwd = 2;         // per tensor-parallel layer (Megatron: attention + MLP)
   int tp_allreduces_bwd = 2;
+  // Processes that share one host's CPUs and memory (the CPU type) run their
+  // layers this much slower than the single-process profile, and a step waits
+  // for the slower one: measured by validate's co-location probe. It scales
+  // the layers' compute of cells with more than one GPU (process) per host.
+  double colocated_compute_factor = 1;
 };
 
 struct StageEstimate {

@@ -25,9 +25,12 @@ void check_problem(const GavelProblem& p, bool need_weight, bool need_remaining)
       throw std::invalid_argument("GavelProblem: throughput row size != number of GPU types");
 }
 
+// A hash of a class key that agrees with its ==: -0.0 and 0.0 hash alike.
 size_t class_hash(const std::vector<double>& throughput, int gpus, double weight) {
-  size_t h = std::hash<int>()(gpus) * 31 + std::hash<double>()(weight);
-  for (double v : throughput) h = h * 1000003 ^ std::hash<double>()(v);
+  const std::hash<double> hd;
+  auto h1 = [&](double v) { return hd(v == 0 ? 0.0 : v); };
+  size_t h = std::hash<int>()(gpus) * 31 + h1(weight);
+  for (double v : throughput) h = h * 1000003 ^ h1(v);
   return h;
 }
 

@@ -51,6 +51,13 @@ Spread summarize(std::vector<double> v) {
   return s;
 }
 
+double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms) {
+  if (alone_ms.empty() || together_ms.empty()) return 1;
+  const double alone = summarize(alone_ms).median, together = summarize(together_ms).median;
+  if (!(alone > 0) || !(together > 0) || !std::isfinite(alone) || !std::isfinite(together)) return 1;
+  return together / alone;
+}
+
 CpuClock read_cpu_clock() {
   CpuClock c;
   std::ifstream f("/proc/stat");

@@ -28,6 +28,12 @@ struct Spread {
 };
 Spread summarize(std::vector<double> samples);
 
+// The co-location factor: how much slower the same training step runs as two
+// processes at once, one per CPU, each iteration waiting for the slower of
+// the two (`together_ms`), than as one process alone (`alone_ms`); the ratio
+// of their medians. 1 when either sample is empty or not positive.
+double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms);
+
 // CPU time of the whole machine and of this process with its waited-for
 // children, in seconds, read from /proc/stat and getrusage.
 struct CpuClock {

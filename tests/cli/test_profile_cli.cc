@@ -114,7 +114,7 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
 #endif
   const fs::path md = dir_ / "table.md";
   const Result r = run({"validate", "--model", "gpt-tiny", "--iterations", "2", "--warmup", "1", "--repetitions",
-                        "2", "--trials", "2", "--db", db_, "--out", md.string(), "--json"});
+                        "2", "--trials", "2", "--colocation-probe", "--db", db_, "--out", md.string(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["rows"].size(), 9u);
@@ -143,6 +143,13 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
     EXPECT_EQ(row["within_spread"].get<bool>(), est >= sp["min"].get<double>() && est <= sp["max"].get<double>());
   }
   EXPECT_EQ(j["trials"], 2);
+  // The co-location probe: alone and two at once, once per round.
+  const auto& co = j["colocation"];
+  EXPECT_TRUE(co["probe"].get<bool>());
+  EXPECT_EQ(co["alone_ms"].size(), 2u);
+  EXPECT_EQ(co["together_ms"].size(), 2u);
+  EXPECT_GT(co["factor"].get<double>(), 0.2);  // a ratio of medians: gpt-tiny's steps are
+  EXPECT_LT(co["factor"].get<double>(), 10);   // milliseconds, so it is a loose one
   EXPECT_GE(j["within_spread_share"].get<double>(), 0);
   EXPECT_LE(j["within_spread_share"].get<double>(), 1);
   // The host check: before the profiles, before each of the two rounds of
@@ -163,6 +170,7 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
   EXPECT_EQ(profiles(), 2);  // compute and comm
   EXPECT_NE(slurp(md).find("median |error|"), std::string::npos);
   EXPECT_NE(slurp(md).find("min-max ms"), std::string::npos);
+  EXPECT_NE(slurp(md).find("co-location factor"), std::string::npos);
 }
 
 // `cellsched profile` runs in cellsched-torch: the boundary is real, and the

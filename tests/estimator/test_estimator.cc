@@ -137,6 +137,34 @@ TEST(Estimator, GradientAccumulationPricedPerMicroBatchAfterTheFirst) {
   EXPECT_NEAR(dp.stages[0].optimizer_ms, add + 4000 * 8 / 20e9 * 1e3, 1e-12);
 }
 
+// Validate's measured co-location factor scales the layers' compute of cells
+// whose host runs several processes, and nothing else.
+TEST(Estimator, ColocationFactorScalesTheComputeOfSharedHostsOnly) {
+  const auto compute = toy_compute("cpu");
+  const auto comm = toy_comm("cpu");
+  Options o = sgd();
+  const CostModel plain(toy_model(), "cpu", compute, &comm, o);
+  o.colocated_compute_factor = 1.25;
+  const CostModel shared(toy_model(), "cpu", compute, &comm, o);
+  Plan p;
+  p.micro_batches = 2;
+  p.micro_batch_size = 4;
+  p.stages = {{0, 4, 2, 1}};
+  const Cell two{"toy", "cpu", 1, 2, 1};
+  const Estimate a = estimate(plain, two, p), b = estimate(shared, two, p);
+  EXPECT_NEAR(b.stages[0].fwd_ms, 1.25 * a.stages[0].fwd_ms, 1e-12);
+  EXPECT_NEAR(b.stages[0].bwd_ms, 1.25 * a.stages[0].bwd_ms, 1e-12);
+  EXPECT_NEAR(b.pipeline_compute_ms - a.pipeline_compute_ms,
+              0.25 * 2 * (a.stages[0].fwd_ms + a.stages[0].bwd_ms), 1e-9);
+  EXPECT_DOUBLE_EQ(b.stages[0].optimizer_ms, a.stages[0].optimizer_ms);
+  EXPECT_DOUBLE_EQ(b.stages[0].grad_sync_total_ms, a.stages[0].grad_sync_total_ms);
+  EXPECT_FALSE(b.notes.empty());
+  // One process per host: unchanged.
+  const Cell one{"toy", "cpu", 1, 1, 1};
+  p.stages = {{0, 4, 1, 1}};
+  EXPECT_DOUBLE_EQ(estimate(shared, one, p).iteration_ms, estimate(plain, one, p).iteration_ms);
+}
+
 // Recomputation: each layer keeps only its input (the previous layer's 100 B
 // output, none for the first), one layer at a time holds its 200 B saved set,
 // and backward runs the forward again.

@@ -62,6 +62,17 @@ TEST(Trials, MedianAndSpreadOnHandData) {
   EXPECT_EQ(summarize({}).n, 0);
 }
 
+TEST(Trials, ColocationFactorIsTheRatioOfMedians) {
+  // Alone 300, 310, 330 ms (median 310); together, the slower of the two
+  // processes per iteration, 320, 341, 400 (median 341): x1.1.
+  EXPECT_NEAR(colocation_factor({330, 300, 310}, {400, 320, 341}), 1.1, 1e-12);
+  // No probe, or nothing sensible measured: no correction.
+  EXPECT_EQ(colocation_factor({}, {320}), 1);
+  EXPECT_EQ(colocation_factor({300}, {}), 1);
+  EXPECT_EQ(colocation_factor({0}, {320}), 1);
+  EXPECT_EQ(colocation_factor({300}, {-1}), 1);
+}
+
 HostObservation observed(double busy_s, double own_s, double total_s, std::vector<double> calib) {
   HostObservation h;
   h.cpus = 2;
