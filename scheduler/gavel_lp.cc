@@ -34,6 +34,44 @@ size_t class_hash(const std::vector<double>& throughput, int gpus, double weight
   return h;
 }
 
+// The warm-start hand-over both LPs share. An entity (a class of jobs, or a
+// job) has its rows 2e and 2e + 1 and one column per type (`cols`, -1 where
+// it has none); then come one row per used type (`type_row`) and column `t`.
+void restore_basis(const GavelBasis& basis, int t, const std::vector<int>& type_row, LinearProgram& lp) {
+  lp.col_basis.assign(lp.num_vars(), LpBasis::at_lower);
+  lp.row_basis.assign(lp.num_rows(), LpBasis::basic);
+  lp.col_basis[t] = basis.t;
+  for (size_t k = 0; k < type_row.size() && k < basis.type_rows.size(); ++k)
+    if (type_row[k] >= 0) lp.row_basis[type_row[k]] = basis.type_rows[k];
+}
+void restore_entity(const GavelBasis::Job& b, const int* cols, size_t K, size_t e, LinearProgram& lp) {
+  for (size_t k = 0; k < K && k < b.vars.size(); ++k)
+    if (cols[k] >= 0) lp.col_basis[cols[k]] = b.vars[k];
+  lp.row_basis[2 * e] = b.work;
+  lp.row_basis[2 * e + 1] = b.time;
+}
+// Kept in place, not rebuilt each solve: the entities saved after this
+// returns carry its stamp, and erase_stale() drops the others.
+unsigned save_basis(GavelBasis& basis, int t, const std::vector<int>& type_row, const LpSolution& sol) {
+  basis.t = sol.col_basis[t];
+  basis.type_rows.assign(type_row.size(), LpBasis::basic);
+  for (size_t k = 0; k < type_row.size(); ++k)
+    if (type_row[k] >= 0) basis.type_rows[k] = sol.row_basis[type_row[k]];
+  return ++basis.stamp;
+}
+void save_entity(GavelBasis::Job& b, const int* cols, size_t K, size_t e, const LpSolution& sol, unsigned stamp) {
+  b.stamp = stamp;
+  b.vars.assign(K, LpBasis::at_lower);
+  for (size_t k = 0; k < K; ++k)
+    if (cols[k] >= 0) b.vars[k] = sol.col_basis[cols[k]];
+  b.work = sol.row_basis[2 * e];
+  b.time = sol.row_basis[2 * e + 1];
+}
+template <class Map>
+void erase_stale(Map& entities, unsigned stamp) {
+  std::erase_if(entities, [stamp](const auto& entry) { return entry.second.stamp != stamp; });
+}
+
 // The max-min LP's tie-break weight (see gavel_max_min_fairness).
 constexpr double kTieBreak = 1e-3;
 
@@ -154,38 +192,17 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& p, GavelBasis* basis)
       if (!type_cols[k].empty()) type_row[k] = row++;
   }
   if (basis && !basis->classes.empty()) {
-    lp.col_basis.assign(lp.num_vars(), LpBasis::at_lower);
-    lp.row_basis.assign(lp.num_rows(), LpBasis::basic);
-    lp.col_basis[t] = basis->t;
-    for (size_t c = 0; c < classes.size(); ++c) {
-      const auto it = basis->classes.find(keys[c]);
-      if (it == basis->classes.end()) continue;
-      for (size_t k = 0; k < K && k < it->second.vars.size(); ++k)
-        if (var[c][k] >= 0) lp.col_basis[var[c][k]] = it->second.vars[k];
-      lp.row_basis[2 * c] = it->second.work;
-      lp.row_basis[2 * c + 1] = it->second.time;
-    }
-    for (size_t k = 0; k < K && k < basis->type_rows.size(); ++k)
-      if (type_row[k] >= 0) lp.row_basis[type_row[k]] = basis->type_rows[k];
+    restore_basis(*basis, t, type_row, lp);
+    for (size_t c = 0; c < classes.size(); ++c)
+      if (const auto it = basis->classes.find(keys[c]); it != basis->classes.end())
+        restore_entity(it->second, var[c].data(), K, c, lp);
   }
   const LpSolution sol = solve_lp(lp);
   if (basis) {
-    // Kept in place: this LP's classes are stamped, the others dropped.
-    const unsigned stamp = ++basis->stamp;
-    basis->t = sol.col_basis[t];
-    basis->type_rows.assign(K, LpBasis::basic);
-    for (size_t k = 0; k < K; ++k)
-      if (type_row[k] >= 0) basis->type_rows[k] = sol.row_basis[type_row[k]];
-    for (size_t c = 0; c < classes.size(); ++c) {
-      GavelBasis::Job& b = basis->classes[std::move(keys[c])];
-      b.stamp = stamp;
-      b.vars.assign(K, LpBasis::at_lower);
-      for (size_t k = 0; k < K; ++k)
-        if (var[c][k] >= 0) b.vars[k] = sol.col_basis[var[c][k]];
-      b.work = sol.row_basis[2 * c];
-      b.time = sol.row_basis[2 * c + 1];
-    }
-    std::erase_if(basis->classes, [stamp](const auto& entry) { return entry.second.stamp != stamp; });
+    const unsigned stamp = save_basis(*basis, t, type_row, sol);
+    for (size_t c = 0; c < classes.size(); ++c)
+      save_entity(basis->classes[std::move(keys[c])], var[c].data(), K, c, sol, stamp);
+    erase_stale(basis->classes, stamp);
   }
   out.objective = sol.x[t];
   for (size_t c = 0; c < classes.size(); ++c)
@@ -260,39 +277,16 @@ GavelAllocation gavel_min_total_duration(const GavelProblem& p, GavelBasis* basi
   }
   const bool warm = basis && p.ids.size() == n;
   if (warm && !basis->jobs.empty()) {
-    lp.col_basis.assign(lp.num_vars(), LpBasis::at_lower);
-    lp.row_basis.assign(lp.num_rows(), LpBasis::basic);
-    lp.col_basis[T] = basis->t;
-    for (size_t i = 0; i < m; ++i) {
-      const auto it = basis->jobs.find(p.ids[in[i]]);
-      if (it == basis->jobs.end()) continue;
-      for (size_t k = 0; k < K && k < it->second.vars.size(); ++k)
-        if (var[i * K + k] >= 0) lp.col_basis[var[i * K + k]] = it->second.vars[k];
-      lp.row_basis[2 * i] = it->second.work;
-      lp.row_basis[2 * i + 1] = it->second.time;
-    }
-    for (size_t k = 0; k < K && k < basis->type_rows.size(); ++k)
-      if (type_row[k] >= 0) lp.row_basis[type_row[k]] = basis->type_rows[k];
+    restore_basis(*basis, T, type_row, lp);
+    for (size_t i = 0; i < m; ++i)
+      if (const auto it = basis->jobs.find(p.ids[in[i]]); it != basis->jobs.end())
+        restore_entity(it->second, &var[i * K], K, i, lp);
   }
   const LpSolution sol = solve_lp(lp);
   if (warm) {
-    // Kept in place (no rebuild of the map each solve): this LP's jobs are
-    // stamped, the others (departed) dropped.
-    const unsigned stamp = ++basis->stamp;
-    basis->t = sol.col_basis[T];
-    basis->type_rows.assign(K, LpBasis::basic);
-    for (size_t k = 0; k < K; ++k)
-      if (type_row[k] >= 0) basis->type_rows[k] = sol.row_basis[type_row[k]];
-    for (size_t i = 0; i < m; ++i) {
-      GavelBasis::Job& b = basis->jobs[p.ids[in[i]]];
-      b.stamp = stamp;
-      b.vars.assign(K, LpBasis::at_lower);
-      for (size_t k = 0; k < K; ++k)
-        if (var[i * K + k] >= 0) b.vars[k] = sol.col_basis[var[i * K + k]];
-      b.work = sol.row_basis[2 * i];
-      b.time = sol.row_basis[2 * i + 1];
-    }
-    std::erase_if(basis->jobs, [stamp](const auto& entry) { return entry.second.stamp != stamp; });
+    const unsigned stamp = save_basis(*basis, T, type_row, sol);
+    for (size_t i = 0; i < m; ++i) save_entity(basis->jobs[p.ids[in[i]]], &var[i * K], K, i, sol, stamp);
+    erase_stale(basis->jobs, stamp);
   }
   const double t = sol.x[T];
   out.objective = t * scale;
