@@ -91,6 +91,7 @@ nlohmann::json to_json(const ProfileRun& r) {
   if (r.kind == "compute") {
     j["mem_gbps"] = r.mem_gbps;
     j["cache_flush_bytes"] = r.cache_flush_bytes;
+    j["mem_gbps_streams"] = r.mem_gbps_streams;
     j["layers"] = nlohmann::json::array();
     for (const auto& l : r.layers)
       j["layers"].push_back({{"layer_index", l.layer_index}, {"layer_name", l.layer_name},
@@ -143,6 +144,12 @@ void print_header(const ProfileRun& r, std::ostream& out) {
   if (r.kind == "compute") {
     out << ", " << (r.cache_flush_bytes ? "caches flushed (" + human_bytes(double(r.cache_flush_bytes)) + ")" : "warm caches");
     if (r.mem_gbps > 0) out << ", memory " << fixed(r.mem_gbps, 1) << " GB/s";
+    if (r.mem_gbps_streams.size() > 1) {
+      out << " (per process with";
+      for (size_t k = 1; k < r.mem_gbps_streams.size(); ++k)
+        out << (k > 1 ? "," : "") << " " << k + 1 << " streaming: " << fixed(r.mem_gbps_streams[k], 1);
+      out << ")";
+    }
   }
   if (!r.created_at.empty()) out << ", " << r.created_at;
   for (const auto& [k, v] : r.versions) out << ", " << k << " " << v;

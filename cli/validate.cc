@@ -102,9 +102,12 @@ std::string config_name(const Config& c) {
 }
 
 // One trial of one configuration: per iteration the slowest rank's time, the
-// phases each the largest over the ranks; medians over the iterations.
+// phases each the largest over the ranks; medians over the iterations. The
+// gradient all-reduce is split in two: the collective itself (the sync of the
+// rank that arrived last, which waits for no one) and the wait of the rank
+// that arrived first for the slower one.
 struct Trial {
-  double iteration_ms = 0, compute_ms = 0, sync_ms = 0, step_ms = 0;
+  double iteration_ms = 0, compute_ms = 0, sync_ms = 0, step_ms = 0, wait_ms = 0;
   std::vector<double> checksums;
 };
 
@@ -115,8 +118,20 @@ Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
       for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
     return median_of(v);
   };
-  Trial t{slowest_of(&RankTimes::iteration), slowest_of(&RankTimes::compute), slowest_of(&RankTimes::sync),
-          slowest_of(&RankTimes::step), {}};
+  std::vector<double> collective, wait;
+  for (size_t i = 0; i < per_rank[0].sync.size(); ++i) {
+    double lo = per_rank[0].sync[i], hi = lo;
+    for (const auto& r : per_rank)
+      if (i < r.sync.size()) {
+        lo = std::min(lo, r.sync[i]);
+        hi = std::max(hi, r.sync[i]);
+      }
+    collective.push_back(lo);
+    wait.push_back(hi - lo);
+  }
+  Trial t{slowest_of(&RankTimes::iteration), slowest_of(&RankTimes::compute),
+          collective.empty() ? 0 : median_of(collective), slowest_of(&RankTimes::step),
+          wait.empty() ? 0 : median_of(wait), {}};
   for (const auto& r : per_rank) t.checksums.push_back(r.param_checksum);
   // Data-parallel replicas start equal and apply the same averaged
   // gradients, so they must end equal; otherwise the run was not training.
@@ -279,12 +294,13 @@ json spread_json(const validate::Spread& sp) {
 
 // One row of the report: measured (median over trials, with spread) against the estimate.
 json report_row(const Config& c, const std::vector<Trial>& trials, const estimator::Estimate& e) {
-  std::vector<double> it, comp, sync, step;
+  std::vector<double> it, comp, sync, step, wait;
   for (const Trial& t : trials) {
     it.push_back(t.iteration_ms);
     comp.push_back(t.compute_ms);
     sync.push_back(t.sync_ms);
     step.push_back(t.step_ms);
+    wait.push_back(t.wait_ms);
   }
   const validate::Spread sp = validate::summarize(it);
   const double err = (e.iteration_ms - sp.median) / sp.median * 100;
@@ -301,7 +317,10 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
           {"basis", estimator::basis_name(e.basis)},
           {"param_checksums", trials.back().checksums},
           {"measured_breakdown_ms",
-           {{"compute", median_of(comp)}, {"gradient_sync", median_of(sync)}, {"optimizer", median_of(step)}}},
+           {{"compute", median_of(comp)},
+            {"gradient_sync", median_of(sync)},
+            {"waiting_for_slower_rank", median_of(wait)},
+            {"optimizer", median_of(step)}}},
           {"estimated_breakdown_ms",
            {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
             {"gradient_sync", e.stages.front().grad_sync_ms},

@@ -74,8 +74,9 @@ void write_validate_markdown(const std::string& path, const json& r) {
   if (!f) throw InputError(path + ": cannot write");
   f << "| config | processes | micro-batches | micro-batch size | measured ms (median of " << r["trials"]
     << " trials) | min-max ms | estimated ms | error % |"
-       " compute ms meas / est | gradient sync ms meas / est | optimizer ms meas / est |\n"
-       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       " compute ms meas / est | gradient sync ms meas / est | waiting for the slower rank ms |"
+       " optimizer ms meas / est |\n"
+       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   auto pair = [](const json& row, const char* part) {
     return fixed(row["measured_breakdown_ms"][part], 1) + " / " + fixed(row["estimated_breakdown_ms"][part], 1);
   };
@@ -84,7 +85,8 @@ void write_validate_markdown(const std::string& path, const json& r) {
       << " | " << row["micro_batch_size"] << " | " << fixed(row["measured_ms"], 2) << " | "
       << fixed(row["measured_spread_ms"]["min"], 2) << "-" << fixed(row["measured_spread_ms"]["max"], 2) << " | "
       << fixed(row["estimated_ms"], 2) << " | " << fixed(row["error_pct"], 1) << " | " << pair(row, "compute")
-      << " | " << pair(row, "gradient_sync") << " | " << pair(row, "optimizer") << " |\n";
+      << " | " << pair(row, "gradient_sync") << " | "
+      << fixed(row["measured_breakdown_ms"]["waiting_for_slower_rank"], 1) << " | " << pair(row, "optimizer") << " |\n";
   f << "\nmedian |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
     << "%";
   if (r["colocation"]["probe"].get<bool>()) f << "; co-location factor " << fixed(r["colocation"]["factor"], 3);

@@ -57,6 +57,9 @@ struct ProfileRun {
   int repetitions = 0;
   double mem_gbps = 0;          // compute: measured memory bandwidth (a += b x s); 0 = not measured
   int64_t cache_flush_bytes = 0;  // compute: bytes rewritten before each timed region; 0 = warm caches
+  // compute on a CPU: one process's bandwidth (GB/s, as mem_gbps) while k
+  // processes of the host stream at once, element k-1; empty = not measured.
+  std::vector<double> mem_gbps_streams;
   std::map<std::string, std::string> versions;  // "libtorch", "cuda", "nccl", "gloo", ...
   std::vector<LayerProfile> layers;
   std::vector<CommProfile> comms;

@@ -32,6 +32,8 @@ void validate_profile_run(const ProfileRun& r) {
   check(!r.device.empty() && !r.device_type.empty(), "device", "device and device_type must be set");
   check(r.threads >= 0 && r.repetitions >= 0, "run", "threads and repetitions must be >= 0");
   check(nonneg(r.mem_gbps) && r.cache_flush_bytes >= 0, "run", "mem_gbps and cache_flush_bytes must be >= 0");
+  for (double v : r.mem_gbps_streams)
+    check(std::isfinite(v) && v > 0, "run", "mem_gbps_streams must hold finite bandwidths > 0");
   if (r.kind == "compute") {
     check(!r.model.empty(), "model", "a compute profile names its model");
     check(r.comms.empty(), "comms", "a compute profile holds no collective records");
@@ -86,12 +88,12 @@ int64_t ProfileStore::save(ProfileRun& run) {
   Transaction tx(conn);
   Statement ins(conn,
                 "INSERT INTO profile_runs(created_at, kind, model, device, device_type, host, timer,"
-                " threads, repetitions, versions, mem_gbps, cache_flush_bytes)"
-                " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+                " threads, repetitions, versions, mem_gbps, cache_flush_bytes, mem_gbps_streams)"
+                " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
   ins.bind(1, run.created_at).bind(2, run.kind).bind(3, run.model).bind(4, run.device)
       .bind(5, run.device_type).bind(6, run.host).bind(7, run.timer).bind(8, run.threads)
       .bind(9, run.repetitions).bind(10, versions.dump()).bind(11, run.mem_gbps)
-      .bind(12, run.cache_flush_bytes);
+      .bind(12, run.cache_flush_bytes).bind(13, nlohmann::json(run.mem_gbps_streams).dump());
   ins.execute();
   const int64_t id = conn.last_insert_rowid();
   Statement lay(conn,
@@ -125,7 +127,7 @@ std::optional<ProfileRun> ProfileStore::load(int64_t id) const {
   Transaction tx(conn, Transaction::Mode::Deferred);
   Statement q(conn,
               "SELECT created_at, kind, model, device, device_type, host, timer, threads,"
-              " repetitions, versions, mem_gbps, cache_flush_bytes FROM profile_runs WHERE id = ?1");
+              " repetitions, versions, mem_gbps, cache_flush_bytes, mem_gbps_streams FROM profile_runs WHERE id = ?1");
   q.bind(1, id);
   if (!q.step()) return std::nullopt;
   ProfileRun r;
@@ -141,6 +143,10 @@ std::optional<ProfileRun> ProfileStore::load(int64_t id) const {
   r.repetitions = static_cast<int>(q.column_int64(8));
   r.mem_gbps = q.column_double(10);
   r.cache_flush_bytes = q.column_int64(11);
+  const auto streams = nlohmann::json::parse(q.column_text(12), nullptr, false);
+  if (streams.is_array())
+    for (const auto& v : streams)
+      if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0) r.mem_gbps_streams.push_back(v.get<double>());
   const auto v = nlohmann::json::parse(q.column_text(9), nullptr, false);
   if (v.is_object())
     for (const auto& [k, val] : v.items()) r.versions[k] = val.is_string() ? val.get<std::string>() : val.dump();

@@ -294,6 +294,12 @@ CREATE TABLE learned_curves (
   PRIMARY KEY (run_id, job_id)
 );
 )sql"},
+    // v9: a CPU compute profile's memory bandwidth per process while k
+    // processes of the host stream at once (JSON array, element k-1); older
+    // profiles read back as '[]' (not measured: no sharing priced).
+    {9, R"sql(
+ALTER TABLE profile_runs ADD COLUMN mem_gbps_streams TEXT NOT NULL DEFAULT '[]';
+)sql"},
 };
 
 static_assert(std::size(kMigrations) == Store::kSchemaVersion,

@@ -44,7 +44,7 @@ struct LearnedCurveRow {
 class Store {
  public:
   // The schema version this build writes.
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Opens (creating if missing) and migrates to kSchemaVersion. ":memory:" works.
   // Throws StoreError; a file newer than this build is refused.

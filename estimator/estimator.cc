@@ -161,7 +161,10 @@ void CostModel::load_profile(const ProfileRun& compute) {
   // The optimizer step streams memory: at the profile's measured bandwidth,
   // scaled by the catalogue's ratio when this type was not the one profiled.
   if (compute.mem_gbps > 0) opt_mem_gbps_ = compute.mem_gbps * dst_mem_gbps_ / src_mem_gbps_;
-  if (src->name == gpu_type_) return;
+  if (src->name == gpu_type_) {
+    if (src->arch == "cpu") mem_streams_ = compute.mem_gbps_streams;
+    return;
+  }
   if (src->arch != "cpu" && dst_->arch != "cpu") {
     source_ = Source::Transfer;
     basis_ = Basis::Transferred;
@@ -297,27 +300,41 @@ double CostModel::optimizer_state_bytes_per_param() const {
   return master;
 }
 
-double CostModel::optimizer_ms(double params) const {
+double CostModel::optimizer_ms(double params, int streams) const {
   // Bytes touched per parameter: read weight and gradient, read+write state, write weight.
-  return stream_ms(params, 3 * model_.bytes_per_value + 2 * optimizer_state_bytes_per_param());
+  return stream_ms(params, 3 * model_.bytes_per_value + 2 * optimizer_state_bytes_per_param(), streams);
 }
 
-double CostModel::stream_ms(double params, double bytes_per_param) const {
+double CostModel::shared_memory_factor(int streams) const {
+  if (streams <= 1 || mem_streams_.size() < 2) return 1;
+  const double alone = mem_streams_.front();
+  double per_stream = 0;
+  if (static_cast<size_t>(streams) <= mem_streams_.size()) {
+    per_stream = mem_streams_[static_cast<size_t>(streams) - 1];
+  } else {
+    double total = 0;
+    for (size_t k = 0; k < mem_streams_.size(); ++k) total = std::max(total, static_cast<double>(k + 1) * mem_streams_[k]);
+    per_stream = total / streams;
+  }
+  return per_stream > 0 ? std::max(1.0, alone / per_stream) : 1;
+}
+
+double CostModel::stream_ms(double params, double bytes_per_param, int streams) const {
   if (source_ != Source::Profile) {
     const double total = model_.total_params();
     const double tensors = total > 0 ? param_tensors_ * params / total : 1;
     return optimizer_step_ms(*dst_, params, bytes_per_param, tensors);
   }
-  return params * bytes_per_param / (opt_mem_gbps_ * 1e9) * 1000.0;
+  return params * bytes_per_param / (opt_mem_gbps_ * 1e9) * 1000.0 * shared_memory_factor(streams);
 }
 
-double CostModel::accumulate_ms(double params, int dp, int micro_batches) const {
+double CostModel::accumulate_ms(double params, int dp, int micro_batches, int streams) const {
   const int adds = dp > 1 ? micro_batches : micro_batches - 1;
-  return stream_ms(params, 3 * model_.bytes_per_value) * adds / micro_batches;
+  return stream_ms(params, 3 * model_.bytes_per_value, streams) * adds / micro_batches;
 }
 
-double CostModel::step_ms(double params, int dp) const {
-  return optimizer_ms(params) + (dp > 1 ? stream_ms(params, 2 * model_.bytes_per_value) : 0);
+double CostModel::step_ms(double params, int dp, int streams) const {
+  return optimizer_ms(params, streams) + (dp > 1 ? stream_ms(params, 2 * model_.bytes_per_value, streams) : 0);
 }
 
 double CostModel::grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const {
@@ -395,6 +412,9 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
   std::vector<double> s(S), c(S > 1 ? S - 1 : 0);
   const double coloc = cell.gpus_per_host > 1 ? cm.options().colocated_compute_factor : 1.0;
+  // Every process of a host runs its memory-bound passes (gradient
+  // accumulation, the step) at about the same time as the others.
+  const int streams = cell.gpus_per_host;
   int offset = 0;
   for (int j = 0; j < S; ++j) {
     const StagePlan& sp = plan.stages[static_cast<size_t>(j)];
@@ -431,8 +451,8 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.network_grad_sync = sp.dp > 1 && stage_network;
     st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
     st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
-    st.optimizer_ms = cm.step_ms(params, sp.dp);
-    st.accumulate_ms = cm.accumulate_ms(params, sp.dp, B);
+    st.optimizer_ms = cm.step_ms(params, sp.dp, streams);
+    st.accumulate_ms = cm.accumulate_ms(params, sp.dp, B, streams);
     s[static_cast<size_t>(j)] += st.accumulate_ms;
     st.params_bytes = params * bpv;
     st.grads_bytes = params * bpv;
@@ -463,6 +483,12 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   e.basis = cm.basis();
   e.precision = cm.precision();
   e.notes = cm.notes();
+  if (const double f = cm.shared_memory_factor(streams); f != 1.0) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "memory-bound steps x%.3f: %d processes share the host's memory (measured)",
+                  f, streams);
+    e.notes.push_back(buf);
+  }
   if (coloc != 1.0) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "layer compute x%.3f: processes sharing a host (measured co-location)", coloc);

@@ -160,19 +160,26 @@ class CostModel {
   // The optimizer step over `params` parameters: memory-bound, at the compute
   // profile's measured bandwidth (scaled through the catalogue to another
   // type), else at the catalogue's.
-  double optimizer_ms(double params) const;
+  // `streams`: processes of one host doing it at once (see shared_memory_factor).
+  double optimizer_ms(double params, int streams = 1) const;
   // A memory-bound pass over `params` parameters touching `bytes_per_param`
   // each, priced as the optimizer step is (gradient accumulation, zeroing).
-  double stream_ms(double params, double bytes_per_param) const;
+  double stream_ms(double params, double bytes_per_param, int streams = 1) const;
+  // How much slower a memory-bound pass runs while `streams` processes of a
+  // host stream at once: the CPU profile's bandwidth alone over its bandwidth
+  // per process at that count (measured up to 4; beyond, the largest measured
+  // total shared out). 1 where not measured, and for GPU types, whose
+  // processes each have their own memory.
+  double shared_memory_factor(int streams) const;
   // Backward adding a micro-batch's gradients to those a stage replica holds
   // (`params` of them; read both, write the sum), per micro-batch of
   // `micro_batches`: every add but the first when the step releases the
   // gradients (dp = 1), every add when data-parallel replicas keep them as
   // views into the all-reduce buffer (DDP's gradient_as_bucket_view).
-  double accumulate_ms(double params, int dp, int micro_batches) const;
+  double accumulate_ms(double params, int dp, int micro_batches, int streams = 1) const;
   // The optimizer step over `params`, plus zeroing the all-reduce buffer
   // (a write, with its read for ownership) when dp > 1.
-  double step_ms(double params, int dp) const;
+  double step_ms(double params, int dp, int streams = 1) const;
   // The exposed part of a data-parallel gradient all-reduce of `bytes` over dp
   // ranks: on GPU types (overlap on) buckets of bucket_mb are reduced while the
   // last micro-batch's backward (`bwd_ms`) runs, so only what exceeds it and
@@ -218,6 +225,7 @@ class CostModel {
   double src_peak_tflops_ = 0, src_mem_gbps_ = 0, dst_peak_tflops_ = 0, dst_mem_gbps_ = 0;
   double dst_memory_gib_ = 0, same_host_gbps_ = 0;
   double opt_mem_gbps_ = 0;  // prices the optimizer step
+  std::vector<double> mem_streams_;  // the CPU profile's mem_gbps_streams (this CPU only)
   bool comm_measured_ = false;
   std::map<std::tuple<std::string, int, bool>, Curve> comm_;  // (collective, ranks, network) -> us
   int64_t compute_run_id_ = 0, comm_run_id_ = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 
@@ -127,6 +128,13 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   backend.set_cache_flush(run.cache_flush_bytes);
   if (opt.progress) opt.progress(0, plan.size() * opt.passes, "memory bandwidth");
   run.mem_gbps = backend.memory_gbps();
+  // On a CPU, processes of one host share its memory: how much one process's
+  // bandwidth drops while others stream (up to 4, as many as the CPUs allow).
+  if (opt.device == "cpu") {
+    const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+    const int streams = std::min(4, cpus / std::max(1, run.threads));
+    if (streams > 1) run.mem_gbps_streams = backend.memory_gbps_shared(streams);
+  }
   // Pass p takes repetitions p, p + passes, ... of every measurement.
   std::vector<LayerSamples> samples(plan.size());
   for (int pass = 0; pass < opt.passes; ++pass) {

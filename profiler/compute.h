@@ -66,6 +66,10 @@ class ComputeBackend {
   // The device's memory bandwidth in GB/s, measured as a += b x s over
   // buffers far larger than the caches (3 x the buffer's bytes move).
   virtual double memory_gbps() = 0;
+  // The same pass on a CPU while k - 1 other threads stream buffers of their
+  // own, for k = 1..max_streams: each stream's GB/s, element k-1 (how far
+  // processes sharing the host's memory slow each other's memory-bound steps).
+  virtual std::vector<double> memory_gbps_shared(int max_streams) = 0;
   // Fills a TorchScript model's layers (its top-level children); others: no-op.
   virtual void expand(ModelSpec& model) = 0;
   // Times forward and backward of `layer` split `tp` ways at `micro_batch`.

@@ -11,11 +11,13 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/error.h"
 #include "profiler/backends.h"
@@ -254,6 +256,57 @@ class TorchBackend : public ComputeBackend {
     std::sort(ms.begin(), ms.end());
     const double med = ms.empty() ? 0 : ms[ms.size() / 2];
     return med > 0 ? 3.0 * static_cast<double>(bytes) / (med * 1e6) : 0;
+  }
+  std::vector<double> memory_gbps_shared(int max_streams) override {
+    std::vector<double> out;
+    if (!device_.is_cpu() || max_streams < 1) return out;
+    torch::NoGradGuard g;
+    const int64_t bytes = std::max<int64_t>(64LL << 20, 4 * cache_bytes_);
+    std::vector<Tensor> a, b;
+    for (int k = 0; k < max_streams; ++k) {
+      a.push_back(torch::ones({bytes / 4}));
+      b.push_back(torch::ones({bytes / 4}));
+    }
+    // Rounds interleave the stream counts, so that a slow phase of the host
+    // spreads over all of them. The pass alone is the median over the rounds;
+    // k streams are the median of each round's slowdown against that round's
+    // pass alone, applied to it.
+    std::vector<std::vector<double>> gbps(static_cast<size_t>(max_streams));
+    for (int round = 0; round < 7; ++round)
+      for (int k = 1; k <= max_streams; ++k) {
+        std::atomic<bool> stop{false};
+        std::atomic<int> running{0};
+        std::vector<std::thread> others;
+        for (int t = 1; t < k; ++t)
+          others.emplace_back([&, t] {
+            torch::NoGradGuard ng;
+            a[static_cast<size_t>(t)].add_(b[static_cast<size_t>(t)], 0.5);
+            ++running;
+            while (!stop) a[static_cast<size_t>(t)].add_(b[static_cast<size_t>(t)], 0.5);
+          });
+        while (running < k - 1) std::this_thread::yield();
+        std::vector<double> ms;
+        for (int r = 0; r < 9; ++r) {
+          const auto t0 = std::chrono::steady_clock::now();
+          a[0].add_(b[0], 0.5);
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        stop = true;
+        for (auto& t : others) t.join();
+        std::sort(ms.begin(), ms.end());
+        gbps[static_cast<size_t>(k - 1)].push_back(3.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e6));
+      }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    out.push_back(median(gbps[0]));
+    for (size_t k = 1; k < gbps.size(); ++k) {
+      std::vector<double> slowdown;
+      for (size_t r = 0; r < gbps[k].size(); ++r) slowdown.push_back(gbps[0][r] / gbps[k][r]);
+      out.push_back(out[0] / median(slowdown));
+    }
+    return out;
   }
   int threads() const override { return device_.is_cpu() ? threads_ : 0; }
   std::map<std::string, std::string> versions() const override {

@@ -184,7 +184,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
               if (mem > cap) break;  // longer stages only need more
               if (j == S - 1 && b != L) continue;
               // Gradient accumulation at stage level, as estimate() prices it.
-              const double s_acc = s + cm.accumulate_ms(p, shapes[k].dp, B);
+              const double s_acc = s + cm.accumulate_ms(p, shapes[k].dp, B, cell.gpus_per_host);
               Label y;
               y.max_s = std::max(x.max_s, s_acc);
               const double c = j + 1 < S ? 2 * cm.collective_ms("send_recv", 2, send_net,
@@ -193,7 +193,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
               y.max_c = std::max(x.max_c, c);
               y.sum = x.sum + s_acc + c;
               y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
-                                                    cm.step_ms(p, shapes[k].dp));
+                                                    cm.step_ms(p, shapes[k].dp, cell.gpus_per_host));
               y.mem = std::max(x.mem, mem);
               y.prev_a = a;
               y.prev_idx = idx;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,10 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
   const int id = j["id"];
   EXPECT_EQ(profiles(), 1);
   EXPECT_GT(j["mem_gbps"].get<double>(), 0);                         // measured on this machine
+  // With 1 thread a process, as many streams as the CPUs allow (up to 4), each > 0.
+  const auto cpus = std::max(1U, std::thread::hardware_concurrency());
+  EXPECT_EQ(j["mem_gbps_streams"].size(), cpus > 1 ? std::min(4U, cpus) : 0U);
+  for (const auto& v : j["mem_gbps_streams"]) EXPECT_GT(v.get<double>(), 0);
   EXPECT_EQ(j["cache_flush_bytes"], 0);  // gpt-tiny's weights and gradients fit in any cache
   r = run({"profile", "show", std::to_string(id), "--db", db_});
   EXPECT_EQ(r.status, 0) << r.err;
@@ -131,6 +136,11 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
     if (mode == "pp") EXPECT_NE(sums[0], sums[1]);  // two different stages
     const double est_sync = row["estimated_breakdown_ms"]["gradient_sync"];
     EXPECT_EQ(est_sync > 0, mode == "dp");
+    // The all-reduce of the rank that arrived last, and the first one's wait for it.
+    const auto& meas = row["measured_breakdown_ms"];
+    EXPECT_EQ(meas["gradient_sync"].get<double>() > 0, mode == "dp");
+    EXPECT_GE(meas["waiting_for_slower_rank"].get<double>(), 0);
+    if (mode != "dp") EXPECT_EQ(meas["waiting_for_slower_rank"].get<double>(), 0);
     // Two trials each; the reported time is their median, inside their min-max.
     const auto trials = row["trial_ms"].get<std::vector<double>>();
     ASSERT_EQ(trials.size(), 2u);
@@ -170,6 +180,7 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
   EXPECT_EQ(profiles(), 2);  // compute and comm
   EXPECT_NE(slurp(md).find("median |error|"), std::string::npos);
   EXPECT_NE(slurp(md).find("min-max ms"), std::string::npos);
+  EXPECT_NE(slurp(md).find("waiting for the slower rank"), std::string::npos);
   EXPECT_NE(slurp(md).find("co-location factor"), std::string::npos);
 }
 

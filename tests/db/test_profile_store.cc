@@ -22,6 +22,7 @@ ProfileRun compute_run() {
   r.versions = {{"libtorch", "1.13.1"}};
   r.mem_gbps = 21.5;
   r.cache_flush_bytes = 128 << 20;
+  r.mem_gbps_streams = {21.5, 14.25};
   for (int i = 0; i < 3; ++i) {
     LayerProfile l;
     l.layer_index = i;
@@ -71,6 +72,7 @@ TEST(ProfileStore, RoundTripsComputeAndComm) {
   EXPECT_EQ(back->versions.at("libtorch"), "1.13.1");
   EXPECT_DOUBLE_EQ(back->mem_gbps, 21.5);
   EXPECT_EQ(back->cache_flush_bytes, 128 << 20);
+  EXPECT_EQ(back->mem_gbps_streams, (std::vector<double>{21.5, 14.25}));
   ASSERT_EQ(back->layers.size(), 3u);
   EXPECT_EQ(back->layers[2].tp_degree, 4);
   EXPECT_DOUBLE_EQ(back->layers[2].bwd_ms, 4.5);
@@ -102,6 +104,11 @@ TEST(ProfileStore, BadInputChangesNothing) {
   bad = compute_run();
   bad.layers[0].tp_degree = 0;
   EXPECT_THROW(s.save(bad), InputError);
+  for (double v : {0.0, -3.0, std::nan(""), static_cast<double>(INFINITY)}) {
+    bad = compute_run();
+    bad.mem_gbps_streams = {20, v};
+    EXPECT_THROW(s.save(bad), InputError) << v;
+  }
   EXPECT_TRUE(s.list().empty());
 }
 

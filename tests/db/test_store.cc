@@ -565,11 +565,13 @@ INSERT INTO layer_profiles VALUES (1, 0, 'embed', 'embedding', 1, 2, 1.0, 2.0, 3
   Store::open(db.path());  // migrates to the current version
   Connection conn = Connection::open(db.path());
   EXPECT_EQ(schema::user_version(conn), Store::kSchemaVersion);
-  Statement q(conn, "SELECT mem_gbps, cache_flush_bytes, (SELECT COUNT(*) FROM layer_profiles) FROM profile_runs");
+  Statement q(conn, "SELECT mem_gbps, cache_flush_bytes, (SELECT COUNT(*) FROM layer_profiles), mem_gbps_streams"
+                    " FROM profile_runs");
   ASSERT_TRUE(q.step());
   EXPECT_EQ(q.column_double(0), 0.0);
   EXPECT_EQ(q.column_int64(1), 0);
   EXPECT_EQ(q.column_int64(2), 1);
+  EXPECT_EQ(q.column_text(3), "[]");  // v9: sharing not measured
 }
 
 TEST(Schema, MigratesAVersion1File) {

@@ -2,6 +2,7 @@
 // extrapolation, memory feasibility and errors on bad cells and plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -135,6 +136,41 @@ TEST(Estimator, GradientAccumulationPricedPerMicroBatchAfterTheFirst) {
   const Estimate dp = estimate(cm, two, p);
   EXPECT_NEAR(dp.stages[0].accumulate_ms, add, 1e-12);
   EXPECT_NEAR(dp.stages[0].optimizer_ms, add + 4000 * 8 / 20e9 * 1e3, 1e-12);
+}
+
+// A CPU profile that measured one process's bandwidth while another streams
+// prices the memory-bound passes of cells with two processes per host at the
+// shared figure; one process per host, and GPU types, keep the bandwidth alone.
+TEST(Estimator, SharedMemoryBandwidthSlowsTheStreamingOfSharedHostsOnly) {
+  auto compute = toy_compute("cpu");
+  compute.mem_gbps = 20;
+  compute.mem_gbps_streams = {30, 20};  // the pass alone, and per stream with 2 at once
+  const auto comm = toy_comm("cpu");
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  EXPECT_DOUBLE_EQ(cm.shared_memory_factor(1), 1);
+  EXPECT_DOUBLE_EQ(cm.shared_memory_factor(2), 1.5);
+  // Beyond the measured counts the largest measured total (2 x 20) is shared out.
+  EXPECT_DOUBLE_EQ(cm.shared_memory_factor(4), 30 / (40.0 / 4));
+  const double add = 4000 * 12 / 20e9 * 1e3;
+  EXPECT_NEAR(cm.stream_ms(4000, 12, 2), 1.5 * add, 1e-15);
+  Plan p;
+  p.micro_batch_size = 4;
+  p.micro_batches = 3;
+  p.stages = {{0, 4, 2, 1}};
+  const Estimate two = estimate(cm, Cell{"toy", "cpu", 1, 2, 1}, p);
+  EXPECT_NEAR(two.stages[0].accumulate_ms, 1.5 * add, 1e-12);
+  EXPECT_NEAR(two.stages[0].optimizer_ms, 1.5 * (add + 4000 * 8 / 20e9 * 1e3), 1e-12);
+  EXPECT_NE(std::find_if(two.notes.begin(), two.notes.end(),
+                         [](const std::string& n) { return n.find("memory-bound steps x1.500") == 0; }),
+            two.notes.end());
+  const Estimate apart = estimate(cm, Cell{"toy", "cpu", 2, 1, 1}, p);  // one process per host
+  EXPECT_NEAR(apart.stages[0].accumulate_ms, add, 1e-12);
+  // Noise that makes the shared pass look faster never speeds the estimate up.
+  compute.mem_gbps_streams = {30, 31};
+  EXPECT_DOUBLE_EQ(CostModel(toy_model(), "cpu", compute, &comm, sgd()).shared_memory_factor(2), 1);
+  // A CPU profile priced on a GPU type: the GPU's processes have memory of their own.
+  compute.mem_gbps_streams = {30, 20};
+  EXPECT_DOUBLE_EQ(CostModel(toy_model(), "v100", compute, &comm, sgd()).shared_memory_factor(2), 1);
 }
 
 // Validate's measured co-location factor scales the layers' compute of cells

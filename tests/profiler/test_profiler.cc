@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <thread>
 
 #include "core/error.h"
 #include "core/model.h"
@@ -26,6 +27,11 @@ class FakeBackend : public ComputeBackend {
   void set_cache_flush(int64_t bytes) override { flush = bytes; }
   int64_t flush = -1;
   double memory_gbps() override { return 12.5; }
+  std::vector<double> memory_gbps_shared(int max_streams) override {
+    std::vector<double> v;
+    for (int k = 1; k <= max_streams; ++k) v.push_back(12.5 / (0.5 + 0.5 * k));
+    return v;
+  }
   void expand(ModelSpec&) override {}
   LayerSamples time_layer(const ModelSpec& m, size_t i, int tp, int mb, int, int reps) override {
     calls.push_back(m.layers[i].name);
@@ -109,6 +115,10 @@ TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   const ProfileRun run = profile_compute(b, m, o);
   EXPECT_EQ(run.layers.size(), plan.size());
   EXPECT_EQ(run.mem_gbps, 12.5);  // provenance from the backend
+  // On a CPU, one process's bandwidth while up to 3 others stream (as the CPUs allow).
+  const auto cpus = std::max(1U, std::thread::hardware_concurrency());
+  ASSERT_EQ(run.mem_gbps_streams.size(), cpus > 1 ? std::min(4U, cpus) : 0U);
+  if (cpus > 1) EXPECT_DOUBLE_EQ(run.mem_gbps_streams[1], 12.5 / 1.5);
   EXPECT_EQ(run.cache_flush_bytes, 64 << 20);  // gpt-350m does not fit in a 4 MiB cache
   EXPECT_EQ(b.flush, 64 << 20);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.0"), 8);
