@@ -412,8 +412,10 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
   std::vector<double> s(S), c(S > 1 ? S - 1 : 0);
   const double coloc = cell.gpus_per_host > 1 ? cm.options().colocated_compute_factor : 1.0;
-  // Every process of a host runs its memory-bound passes (gradient
-  // accumulation, the step) at about the same time as the others.
+  // Every process of a host accumulates gradients during its backward, at
+  // about the same time as the others; the step runs at once only on a
+  // stage's own processes (its replicas and shards step together after the
+  // all-reduce; pipeline stages step as each finishes its last backward).
   const int streams = cell.gpus_per_host;
   int offset = 0;
   for (int j = 0; j < S; ++j) {
@@ -451,7 +453,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.network_grad_sync = sp.dp > 1 && stage_network;
     st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
     st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
-    st.optimizer_ms = cm.step_ms(params, sp.dp, streams);
+    st.optimizer_ms = cm.step_ms(params, sp.dp, std::min(streams, sp.gpus()));
     st.accumulate_ms = cm.accumulate_ms(params, sp.dp, B, streams);
     s[static_cast<size_t>(j)] += st.accumulate_ms;
     st.params_bytes = params * bpv;

@@ -193,7 +193,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
               y.max_c = std::max(x.max_c, c);
               y.sum = x.sum + s_acc + c;
               y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
-                                                    cm.step_ms(p, shapes[k].dp, cell.gpus_per_host));
+                                                    cm.step_ms(p, shapes[k].dp, std::min(cell.gpus_per_host, shapes[k].dp * shapes[k].tp)));
               y.mem = std::max(x.mem, mem);
               y.prev_a = a;
               y.prev_idx = idx;

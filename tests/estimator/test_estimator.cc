@@ -165,6 +165,15 @@ TEST(Estimator, SharedMemoryBandwidthSlowsTheStreamingOfSharedHostsOnly) {
             two.notes.end());
   const Estimate apart = estimate(cm, Cell{"toy", "cpu", 2, 1, 1}, p);  // one process per host
   EXPECT_NEAR(apart.stages[0].accumulate_ms, add, 1e-12);
+  // Two pipeline stages on one host: both accumulate during their backwards,
+  // but each steps alone (as it finishes its last backward).
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  const Estimate pp = estimate(cm, Cell{"toy", "cpu", 1, 2, 2}, p);
+  const double half = 2000 * 12 / 20e9 * 1e3;
+  for (const auto& st : pp.stages) {
+    EXPECT_NEAR(st.accumulate_ms, 1.5 * half * 2 / 3, 1e-12);  // 2 adds of 3 micro-batches
+    EXPECT_NEAR(st.optimizer_ms, half, 1e-12);
+  }
   // Noise that makes the shared pass look faster never speeds the estimate up.
   compute.mem_gbps_streams = {30, 31};
   EXPECT_DOUBLE_EQ(CostModel(toy_model(), "cpu", compute, &comm, sgd()).shared_memory_factor(2), 1);
