@@ -233,9 +233,12 @@ class TorchBackend : public ComputeBackend {
     flush_ = Tensor();
   }
 
+  // The memory passes stream two buffers far larger than the caches.
+  int64_t stream_buffer_bytes() const { return std::max<int64_t>(64LL << 20, 4 * cache_bytes_); }
+
   double memory_gbps() override {
     torch::NoGradGuard g;
-    const int64_t bytes = std::max<int64_t>(64LL << 20, 4 * cache_bytes_);
+    const int64_t bytes = stream_buffer_bytes();
     const auto opts = torch::TensorOptions().device(device_);
     Tensor a = torch::ones({bytes / 4}, opts), b = torch::ones({bytes / 4}, opts);
     std::vector<double> ms;
@@ -261,7 +264,7 @@ class TorchBackend : public ComputeBackend {
     std::vector<double> out;
     if (!device_.is_cpu() || max_streams < 1) return out;
     torch::NoGradGuard g;
-    const int64_t bytes = std::max<int64_t>(64LL << 20, 4 * cache_bytes_);
+    const int64_t bytes = stream_buffer_bytes();
     std::vector<Tensor> a, b;
     for (int k = 0; k < max_streams; ++k) {
       a.push_back(torch::ones({bytes / 4}));
@@ -293,13 +296,8 @@ class TorchBackend : public ComputeBackend {
         }
         stop = true;
         for (auto& t : others) t.join();
-        std::sort(ms.begin(), ms.end());
-        gbps[static_cast<size_t>(k - 1)].push_back(3.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e6));
+        gbps[static_cast<size_t>(k - 1)].push_back(3.0 * static_cast<double>(bytes) / (median(ms) * 1e6));
       }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
     out.push_back(median(gbps[0]));
     for (size_t k = 1; k < gbps.size(); ++k) {
       std::vector<double> slowdown;
