@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "scheduler/policy.h"
 #include "db/store.h"
 #include "scheduler/policy.h"
 
@@ -185,6 +186,19 @@ std::string num(double v) {
 
 po::typed_value<double>* fork_efficiency_value(double* target) {
   return po::value(target)->default_value(kDefaultForkEfficiency, num(kDefaultForkEfficiency));
+}
+
+po::typed_value<double>* spare_exponent_value(double* target) {
+  const double d = PolicySettings{}.hadar_spare_exponent;
+  return po::value(target)->default_value(d, num(d));
+}
+
+PolicySettings policy_settings(double spare_exponent) {
+  if (!std::isfinite(spare_exponent) || spare_exponent < 0 || spare_exponent > 10)
+    throw InputError("--hadar-spare-exponent must be a number in [0, 10], got " + num(spare_exponent));
+  PolicySettings s;
+  s.hadar_spare_exponent = spare_exponent;
+  return s;
 }
 
 std::string printable(std::string s) {

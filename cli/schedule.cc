@@ -36,7 +36,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
     if (s == "--jobs") s = "--trace";
   if (!parse("cellsched schedule --trace F --cluster SPEC [--policy P] [--out DIR] [--json]", a, opt, {}, vm))
     return 0;
-  auto policy = make_policy(policy_name);
+  auto policy = make_policy(policy_name, policy_settings(ra.hadar_spare_exponent));
   const ReplayInputs in = load_replay_inputs(ra);
 
   Schedule header;

@@ -50,7 +50,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   std::vector<std::unique_ptr<Policy>> policy_objs;
-  for (const std::string& n : names) policy_objs.push_back(make_policy(n));
+  const PolicySettings settings = policy_settings(ra.hadar_spare_exponent);
+  for (const std::string& n : names) policy_objs.push_back(make_policy(n, settings));
   const ReplayInputs in = load_replay_inputs(ra);
   const Trace& trace = in.trace;
   const Cluster& cluster = in.cluster;
@@ -79,6 +80,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
     }
     run.params["seed"] = std::to_string(ra.seed);
     run.params["trace_format"] = trace.format;
+    if (policy->name() == "hadar" || policy->name() == "hadare")
+      run.params["hadar_spare_exponent"] = num(ra.hadar_spare_exponent);
     if (ra.drop_unrunnable) run.params["dropped_unrunnable"] = std::to_string(in.dropped);
     runs.push_back(std::move(run));
   }

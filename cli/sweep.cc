@@ -128,7 +128,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   std::string rates_arg, cluster_spec, throughputs, policies, out_dir, ref_gpu;
   long jobs;
   uint64_t seed;
-  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s;
+  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s, spare_exponent;
   opt.add_options()
       ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
       ("jobs", po::value(&jobs)->default_value(500), "jobs per generated trace")
@@ -141,6 +141,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", fork_efficiency_value(&fork_efficiency), kForkEfficiencyHelp)
       ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
+      ("hadar-spare-exponent", spare_exponent_value(&spare_exponent), kSpareExponentHelp)
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
       ("drop-unrunnable", kDropUnrunnableHelp)
@@ -161,10 +162,11 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (last <= first)
     throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
                      ") of " + std::to_string(jobs) + " jobs holds no job");
+  const PolicySettings settings = policy_settings(spare_exponent);
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   for (size_t i = 0; i < names.size(); ++i) {
-    make_policy(names[i]);  // unknown names fail here
+    make_policy(names[i], settings);  // unknown names fail here
     if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
       throw InputError("--policy: " + names[i] + " appears twice");
   }
@@ -189,7 +191,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   for (size_t ri = 0; ri < rates.size(); ++ri) {
     const Trace& trace = traces[ri];
     for (const std::string& name : names) {
-      auto policy = make_policy(name);  // fresh state for every run
+      auto policy = make_policy(name, settings);  // fresh state for every run
       so.progress = sim_progress("rate " + rate_label(rates[ri]) + "/h (" + std::to_string(ri + 1) + "/" +
                                  std::to_string(rates.size()) + "), " + name);
       Cell c;

@@ -24,6 +24,13 @@
 //   a round, so a stale payoff is an upper bound). Paying jobs (payoff > 0)
 //   come first by construction; the rest follow in the same price-ordered
 //   payoff while they fit: the policy is work-conserving.
+// - Rounds with spare capacity. When every active job's gang fits at once
+//   (no job waits), the round only decides who runs on the fast types; the
+//   JCT utility alone gives them to the narrowest and shortest jobs, which
+//   leaves the widest and longest on slow types to set the total time. In
+//   such a round each job's value is multiplied by (GPU-rounds it has left
+//   at its best rate)^spare_exponent, so the jobs with most work left take
+//   the fast types first (a makespan term; docs/hadar.md measures it).
 // - Mixing. A job uses only its bottleneck type b when b has W free GPUs;
 //   it mixes (all of b's free GPUs plus the cheapest of types at least as
 //   fast) only when b lacks capacity.
@@ -70,7 +77,9 @@ class Hadar : public Policy {
     if (idx_.index(*ctx.cluster)) cache_.clear();
     cache_.prune(*ctx.jobs);
     start_round();
-    update_bounds();
+    spare_ = false;
+    update_bounds();  // the bounds are over the JCT utility alone
+    spare_ = opt_.spare_exponent > 0 && spare_round();
     reset_prices();
     for (Allocation& a : out) a = Allocation{};
     commit_all(out);
@@ -166,7 +175,17 @@ class Hadar : public Policy {
     const double d = s.job->deadline_s;
     if (d >= 0 && ctx_->now + p <= d && ctx_->now + ctx_->round_s + p > d) urgency *= kDeadlineBoost;
     const double trains = keep ? 1.0 : std::max(0.0, ctx_->round_s - ctx_->restart_s) / ctx_->round_s;
-    return urgency * (rate / best) * trains;
+    double value = urgency * (rate / best) * trains;
+    if (spare_) value *= std::pow(s.job->gpus * p / ctx_->round_s, opt_.spare_exponent);
+    return value;
+  }
+  // Whether every active job's gang fits in the cluster at once: no job has
+  // to wait this round, and the round only decides which types they run on.
+  bool spare_round() const {
+    long demand = 0, capacity = 0;
+    for (const JobState* s : jobs()) demand += s->job->gpus;
+    for (int c : capacity_) capacity += c;
+    return demand <= capacity;
   }
   // Whole-gang rate on its fastest type, on one node.
   double best_rate(size_t i) const {
@@ -479,6 +498,7 @@ class Hadar : public Policy {
   std::vector<std::vector<int>> current_;
   std::vector<double> current_rate_;
   int total_free_ = 0;       // sum of free_k_
+  bool spare_ = false;       // spare_round() this round, and the exponent is on
   std::vector<int> counts_;  // scratch for evaluate()
   std::vector<int> avail_;   // scratch for place_type()
   std::vector<std::vector<std::pair<size_t, int>>> previous_;  // scratch for add_copies()
@@ -496,6 +516,8 @@ double hadar_price(double u_min, double u_max, int capacity, int given) {
 
 std::unique_ptr<Policy> make_hadar(HadarOptions options) {
   if (!(options.aging_s > 0)) throw InputError("hadar: aging time scale must be positive");
+  if (!(options.spare_exponent >= 0) || !std::isfinite(options.spare_exponent))
+    throw InputError("hadar: spare-round exponent must be finite and >= 0");
   return std::make_unique<Hadar>(options);
 }
 std::unique_ptr<Policy> make_hadar() { return make_hadar(HadarOptions{}); }

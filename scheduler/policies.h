@@ -36,11 +36,17 @@ struct HadarOptions {
   // a job's claim grows with its age and length (docs/hadar.md, chosen by
   // the measurements there). Must be positive.
   double aging_s = 7 * 24 * 3600.0;
+  // In a round where every active job's gang fits at once, a job's round
+  // value is multiplied by (GPU-rounds it has left at its best rate)^this:
+  // the jobs with most work left take the fast types first. 0: the JCT
+  // utility alone (before 2026-12-03). Must be finite and >= 0.
+  double spare_exponent = PolicySettings{}.hadar_spare_exponent;
   bool fork = false;  // HadarE: copies on the GPUs Hadar leaves idle
 };
 std::unique_ptr<Policy> make_hadar();
 std::unique_ptr<Policy> make_hadare();
-// Throws InputError for a non-positive aging_s.
+// Throws InputError for a non-positive aging_s or a spare_exponent that is
+// negative or not finite.
 std::unique_ptr<Policy> make_hadar(HadarOptions options);
 // Hadar as DESIGN first read (per-round U bounds, payoff <= 0 waits):
 // scheduler/hadar_design.cc, policy "hadar-design".

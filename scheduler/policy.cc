@@ -21,11 +21,15 @@ std::vector<std::string> policy_names() {
           "hadar-design"};
 }
 
-std::unique_ptr<Policy> make_policy(const std::string& name) {
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicySettings& settings) {
   if (name == "fifo") return make_fifo();
   if (name == "yarn-cs") return make_yarn_cs();
-  if (name == "hadar") return make_hadar();
-  if (name == "hadare") return make_hadare();
+  if (name == "hadar" || name == "hadare") {
+    HadarOptions o;
+    o.spare_exponent = settings.hadar_spare_exponent;
+    o.fork = name == "hadare";
+    return make_hadar(o);
+  }
   if (name == "hadar-design") return make_hadar_design();
   if (name == "crius") return make_crius();
   if (name == "gavel") return make_gavel(false);

@@ -74,7 +74,13 @@ class Policy {
 // Names of the policies this build provides, and a factory. Throws
 // InputError for an unknown name.
 std::vector<std::string> policy_names();
-std::unique_ptr<Policy> make_policy(const std::string& name);
+// Settings a user may change from the command line.
+struct PolicySettings {
+  // hadar, hadare: exponent of the makespan term in rounds with spare
+  // capacity (HadarOptions::spare_exponent; docs/hadar.md).
+  double hadar_spare_exponent = 0.25;
+};
+std::unique_ptr<Policy> make_policy(const std::string& name, const PolicySettings& settings = {});
 
 // Free GPUs per node after the allocations in `out` that are non-empty.
 std::vector<int> free_gpus(const Cluster& cluster, const std::vector<Allocation>& allocations);
