@@ -188,17 +188,20 @@ po::typed_value<double>* fork_efficiency_value(double* target) {
   return po::value(target)->default_value(kDefaultForkEfficiency, num(kDefaultForkEfficiency));
 }
 
-po::typed_value<double>* spare_exponent_value(double* target) {
-  const double d = PolicySettings{}.hadar_spare_exponent;
-  return po::value(target)->default_value(d, num(d));
+void add_hadar_options(po::options_description& opt, PolicySettings* s) {
+  auto value = [](double* target) { return po::value(target)->default_value(*target, num(*target)); };
+  opt.add_options()
+      ("hadar-spare-exponent", value(&s->hadar_spare_exponent),
+       "hadar, hadare: in a round where every job's gang fits at once, weight each job by (GPU-rounds it has left)^this, so the longest take the fast types (0: off; docs/hadar.md)")
+      ("hadar-ratio-exponent", value(&s->hadar_ratio_exponent),
+       "hadar, hadare: in a round where jobs wait, weight each job by its response ratio (age + p) / p to this power, p its time left capped at --hadar-ratio-cap (0: off; docs/hadar.md)")
+      ("hadar-ratio-cap", value(&s->hadar_ratio_cap_s), "hadar, hadare: the response ratio's cap on the time left, seconds");
 }
 
-PolicySettings policy_settings(double spare_exponent) {
-  if (!std::isfinite(spare_exponent) || spare_exponent < 0 || spare_exponent > 10)
-    throw InputError("--hadar-spare-exponent must be a number in [0, 10], got " + num(spare_exponent));
-  PolicySettings s;
-  s.hadar_spare_exponent = spare_exponent;
-  return s;
+void check_policy_settings(const PolicySettings& s) {
+  check_flag_range("hadar-spare-exponent", s.hadar_spare_exponent, 0, 10);
+  check_flag_range("hadar-ratio-exponent", s.hadar_ratio_exponent, 0, 10);
+  check_flag_range("hadar-ratio-cap", s.hadar_ratio_cap_s, 1, 1e9);
 }
 
 std::string printable(std::string s) {

@@ -105,12 +105,11 @@ std::string num(double v);
 po::typed_value<double>* fork_efficiency_value(double* target);
 inline const char* const kForkEfficiencyHelp =
     "hadare: what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)";
-// --hadar-spare-exponent, shared by simulate/schedule and sweep; and the
-// policy settings it makes (InputError naming the flag unless finite, >= 0).
-po::typed_value<double>* spare_exponent_value(double* target);
-inline const char* const kSpareExponentHelp =
-    "hadar, hadare: in a round where every job's gang fits at once, weight each job by (GPU-rounds it has left)^this, so the longest take the fast types (0: the JCT utility alone; docs/hadar.md)";
-PolicySettings policy_settings(double spare_exponent);
+// --hadar-spare-exponent, --hadar-ratio-exponent and --hadar-ratio-cap,
+// shared by simulate/schedule and sweep, defaulting to *s's values; and
+// their check (InputError naming the flag and its range).
+void add_hadar_options(po::options_description& opt, PolicySettings* s);
+void check_policy_settings(const PolicySettings& s);
 // Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
 void check_flag_range(const char* flag, double v, double lo, double hi);
 // `s` with each control character shown as '?' (one line, safe in a table).

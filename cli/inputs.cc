@@ -33,7 +33,6 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", fork_efficiency_value(&a.fork_efficiency), kForkEfficiencyHelp)
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
-      ("hadar-spare-exponent", spare_exponent_value(&a.hadar_spare_exponent), kSpareExponentHelp)
       ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
       ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
       ("cells-table", po::value(&a.cells_table), "measured: CSV model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s")
@@ -43,6 +42,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
       ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)")
       ("precision", po::value(&a.precision), "cells: train at fp32, tf32, fp16 or bf16 (default: the model's, else bf16/fp16 where the type has it); cells at an explicit precision are tuned in memory, not stored");
+  add_hadar_options(opt, &a.policy);
 }
 
 namespace {

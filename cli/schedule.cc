@@ -36,7 +36,8 @@ int cmd_schedule(const std::vector<std::string>& args) {
     if (s == "--jobs") s = "--trace";
   if (!parse("cellsched schedule --trace F --cluster SPEC [--policy P] [--out DIR] [--json]", a, opt, {}, vm))
     return 0;
-  auto policy = make_policy(policy_name, policy_settings(ra.hadar_spare_exponent));
+  check_policy_settings(ra.policy);
+  auto policy = make_policy(policy_name, ra.policy);
   const ReplayInputs in = load_replay_inputs(ra);
 
   Schedule header;

@@ -50,8 +50,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   std::vector<std::unique_ptr<Policy>> policy_objs;
-  const PolicySettings settings = policy_settings(ra.hadar_spare_exponent);
-  for (const std::string& n : names) policy_objs.push_back(make_policy(n, settings));
+  check_policy_settings(ra.policy);
+  for (const std::string& n : names) policy_objs.push_back(make_policy(n, ra.policy));
   const ReplayInputs in = load_replay_inputs(ra);
   const Trace& trace = in.trace;
   const Cluster& cluster = in.cluster;
@@ -80,8 +80,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
     }
     run.params["seed"] = std::to_string(ra.seed);
     run.params["trace_format"] = trace.format;
-    if (policy->name() == "hadar" || policy->name() == "hadare")
-      run.params["hadar_spare_exponent"] = num(ra.hadar_spare_exponent);
+    if (policy->name() == "hadar" || policy->name() == "hadare") {
+      run.params["hadar_spare_exponent"] = num(ra.policy.hadar_spare_exponent);
+      run.params["hadar_ratio_exponent"] = num(ra.policy.hadar_ratio_exponent);
+      run.params["hadar_ratio_cap_s"] = num(ra.policy.hadar_ratio_cap_s);
+    }
     if (ra.drop_unrunnable) run.params["dropped_unrunnable"] = std::to_string(in.dropped);
     runs.push_back(std::move(run));
   }

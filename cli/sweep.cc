@@ -128,7 +128,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   std::string rates_arg, cluster_spec, throughputs, policies, out_dir, ref_gpu;
   long jobs;
   uint64_t seed;
-  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s, spare_exponent;
+  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s;
+  PolicySettings settings;
   opt.add_options()
       ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
       ("jobs", po::value(&jobs)->default_value(500), "jobs per generated trace")
@@ -141,12 +142,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", fork_efficiency_value(&fork_efficiency), kForkEfficiencyHelp)
       ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
-      ("hadar-spare-exponent", spare_exponent_value(&spare_exponent), kSpareExponentHelp)
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
       ("drop-unrunnable", kDropUnrunnableHelp)
       ("out", po::value(&out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
       ("json", "print JSON instead of the table");
+  add_hadar_options(opt, &settings);
   po::variables_map vm;
   if (!parse("cellsched sweep [--rates 2,4,6,8] [--jobs N] [--policy P,...] [options]", args, opt,
              {}, vm))
@@ -162,7 +163,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (last <= first)
     throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
                      ") of " + std::to_string(jobs) + " jobs holds no job");
-  const PolicySettings settings = policy_settings(spare_exponent);
+  check_policy_settings(settings);
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   for (size_t i = 0; i < names.size(); ++i) {

@@ -31,6 +31,11 @@
 //   such a round each job's value is multiplied by (GPU-rounds it has left
 //   at its best rate)^spare_exponent, so the jobs with most work left take
 //   the fast types first (a makespan term; docs/hadar.md measures it).
+// - Rounds where jobs wait. Each job's value is multiplied by its response
+//   ratio (age + p) / p, p its time left at its best rate capped at
+//   ratio_cap_s, to the power ratio_exponent: a short job that waits climbs
+//   fast (mean JCT), a long one climbs too (no starvation), and the cap keeps
+//   the longest jobs, which set the total time, level with merely long ones.
 // - Mixing. A job uses only its bottleneck type b when b has W free GPUs;
 //   it mixes (all of b's free GPUs plus the cheapest of types at least as
 //   fast) only when b lacks capacity.
@@ -65,6 +70,8 @@ struct Candidate {
   std::vector<int> counts;  // GPUs per type
   double rate = 0;          // iterations/s, as the engine will charge it
   bool keep = false;        // exactly last round's placement
+  bool spread = false;      // all on one type, over two or more nodes (the type runs the
+                            // gang only unconsolidated: Gavel's table has such rows)
 };
 
 class Hadar : public Policy {
@@ -77,9 +84,9 @@ class Hadar : public Policy {
     if (idx_.index(*ctx.cluster)) cache_.clear();
     cache_.prune(*ctx.jobs);
     start_round();
-    spare_ = false;
+    term_ = Term::none;
     update_bounds();  // the bounds are over the JCT utility alone
-    spare_ = opt_.spare_exponent > 0 && spare_round();
+    term_ = spare_round() ? Term::spare : Term::busy;
     reset_prices();
     for (Allocation& a : out) a = Allocation{};
     commit_all(out);
@@ -176,7 +183,12 @@ class Hadar : public Policy {
     if (d >= 0 && ctx_->now + p <= d && ctx_->now + ctx_->round_s + p > d) urgency *= kDeadlineBoost;
     const double trains = keep ? 1.0 : std::max(0.0, ctx_->round_s - ctx_->restart_s) / ctx_->round_s;
     double value = urgency * (rate / best) * trains;
-    if (spare_) value *= std::pow(s.job->gpus * p / ctx_->round_s, opt_.spare_exponent);
+    if (term_ == Term::spare && opt_.spare_exponent > 0) {
+      value *= std::pow(s.job->gpus * p / ctx_->round_s, opt_.spare_exponent);
+    } else if (term_ == Term::busy && opt_.ratio_exponent > 0) {
+      const double pe = std::min(p, opt_.ratio_cap_s);
+      value *= std::pow((ctx_->now - s.job->arrival_s + pe) / pe, opt_.ratio_exponent);
+    }
     return value;
   }
   // Whether every active job's gang fits in the cluster at once: no job has
@@ -244,13 +256,19 @@ class Hadar : public Policy {
     const size_t K = types();
     double top = kNever;
     for (size_t b = 0; b < K; ++b) {
-      if (c.packed[b] <= 0 || free_k_[b] <= 0) continue;
+      if ((c.packed[b] <= 0 && c.spread[b] <= 0) || free_k_[b] <= 0) continue;
       counts_.assign(K, 0);
       double cost, rate;
+      bool spread = false;
       if (free_k_[b] >= w) {
         counts_[b] = w;
         cost = price_of(b, w);
-        rate = w * (max_free_[b] >= w ? c.packed[b] : c.spread[b]);
+        if (c.packed[b] > 0) {
+          rate = w * (max_free_[b] >= w ? c.packed[b] : c.spread[b]);
+        } else {  // only unconsolidated: the gang must span nodes
+          spread = true;
+          rate = spread_room(b, w) >= w ? w * c.spread[b] : 0;
+        }
       } else {  // b lacks capacity: all of it, the rest on types at least as fast
         counts_[b] = free_k_[b];
         cost = price_of(b, free_k_[b]);
@@ -279,7 +297,7 @@ class Hadar : public Policy {
       const double payoff = utility(i, rate, keep) - cost;
       if (payoff > top) {
         top = payoff;
-        if (best) *best = {counts_, rate, keep};
+        if (best) *best = {counts_, rate, keep, spread && !keep};
       }
     }
     return top;
@@ -325,8 +343,8 @@ class Hadar : public Policy {
       const int w = s.job->gpus;
       for (size_t k = 0; k < types(); ++k) {
         if (c.counts[k] == 0) continue;
-        const bool one_node = c.counts[k] == w && max_free_[k] >= w;
-        auto ps = place_type(k, c.counts[k], one_node);
+        const bool one_node = c.counts[k] == w && max_free_[k] >= w && !c.spread;
+        auto ps = place_type(k, c.counts[k], one_node, c.spread ? w - 1 : w);
         a.workers.insert(a.workers.end(), ps.begin(), ps.end());
       }
     }
@@ -341,15 +359,22 @@ class Hadar : public Policy {
 
   // `m` GPUs of type k on the fewest nodes (one node when `one_node`); GPUs
   // held by other jobs last round only when the rest do not do.
-  std::vector<Placement> place_type(size_t k, int m, bool one_node) {
+  // At most `per_node` on any one node (w - 1 makes a gang span nodes).
+  std::vector<Placement> place_type(size_t k, int m, bool one_node, int per_node) {
     const std::vector<int>& nodes = idx_.nodes_of_type[k];
     std::vector<int>& avail = avail_;  // only type k's entries are read
     avail.resize(free_.size());
-    for (int n : nodes) avail[n] = std::max(0, free_[n] - std::max(0, hold_[n]));
+    for (int n : nodes) avail[n] = std::min(per_node, std::max(0, free_[n] - std::max(0, hold_[n])));
     auto ps = place_fewest_nodes(avail, m, nodes);
     if (!ps.empty() && (!one_node || ps.size() == 1)) return ps;
-    for (int n : nodes) avail[n] = free_[n];
+    for (int n : nodes) avail[n] = std::min(per_node, free_[n]);
     return place_fewest_nodes(avail, m, nodes);
+  }
+  // GPUs of type k a gang of w can take with at most w - 1 on any one node.
+  int spread_room(size_t k, int w) const {
+    int room = 0;
+    for (int n : idx_.nodes_of_type[k]) room += std::min(free_[n], w - 1);
+    return room;
   }
 
   // HadarE: fill every idle GPU with copies, node by node: a node with g idle
@@ -498,7 +523,9 @@ class Hadar : public Policy {
   std::vector<std::vector<int>> current_;
   std::vector<double> current_rate_;
   int total_free_ = 0;       // sum of free_k_
-  bool spare_ = false;       // spare_round() this round, and the exponent is on
+  // This round's extra term of the value: none while the bounds are taken,
+  // then the spare-round term or the response ratio (file comment).
+  enum class Term { none, spare, busy } term_ = Term::none;
   std::vector<int> counts_;  // scratch for evaluate()
   std::vector<int> avail_;   // scratch for place_type()
   std::vector<std::vector<std::pair<size_t, int>>> previous_;  // scratch for add_copies()
@@ -518,6 +545,10 @@ std::unique_ptr<Policy> make_hadar(HadarOptions options) {
   if (!(options.aging_s > 0)) throw InputError("hadar: aging time scale must be positive");
   if (!(options.spare_exponent >= 0) || !std::isfinite(options.spare_exponent))
     throw InputError("hadar: spare-round exponent must be finite and >= 0");
+  if (!(options.ratio_exponent >= 0) || !std::isfinite(options.ratio_exponent))
+    throw InputError("hadar: response-ratio exponent must be finite and >= 0");
+  if (!(options.ratio_cap_s > 0) || !std::isfinite(options.ratio_cap_s))
+    throw InputError("hadar: response-ratio cap must be a finite positive number of seconds");
   return std::make_unique<Hadar>(options);
 }
 std::unique_ptr<Policy> make_hadar() { return make_hadar(HadarOptions{}); }

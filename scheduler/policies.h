@@ -41,12 +41,18 @@ struct HadarOptions {
   // the jobs with most work left take the fast types first. 0: the JCT
   // utility alone (before 2026-12-03). Must be finite and >= 0.
   double spare_exponent = PolicySettings{}.hadar_spare_exponent;
+  // In a round where some job waits, a job's value is multiplied by its
+  // response ratio (age + p) / p to this power, p its time left at its best
+  // rate capped at ratio_cap_s (docs/hadar.md). 0: off. Finite, >= 0; the
+  // cap finite and > 0.
+  double ratio_exponent = PolicySettings{}.hadar_ratio_exponent;
+  double ratio_cap_s = PolicySettings{}.hadar_ratio_cap_s;
   bool fork = false;  // HadarE: copies on the GPUs Hadar leaves idle
 };
 std::unique_ptr<Policy> make_hadar();
 std::unique_ptr<Policy> make_hadare();
-// Throws InputError for a non-positive aging_s or a spare_exponent that is
-// negative or not finite.
+// Throws InputError for a non-positive aging_s, or a spare_exponent,
+// ratio_exponent or ratio_cap_s out of range.
 std::unique_ptr<Policy> make_hadar(HadarOptions options);
 // Hadar as DESIGN first read (per-round U bounds, payoff <= 0 waits):
 // scheduler/hadar_design.cc, policy "hadar-design".

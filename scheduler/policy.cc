@@ -27,6 +27,8 @@ std::unique_ptr<Policy> make_policy(const std::string& name, const PolicySetting
   if (name == "hadar" || name == "hadare") {
     HadarOptions o;
     o.spare_exponent = settings.hadar_spare_exponent;
+    o.ratio_exponent = settings.hadar_ratio_exponent;
+    o.ratio_cap_s = settings.hadar_ratio_cap_s;
     o.fork = name == "hadare";
     return make_hadar(o);
   }

@@ -79,6 +79,10 @@ struct PolicySettings {
   // hadar, hadare: exponent of the makespan term in rounds with spare
   // capacity (HadarOptions::spare_exponent; docs/hadar.md).
   double hadar_spare_exponent = 0.25;
+  // hadar, hadare: exponent and cap (s) of the response-ratio term in rounds
+  // where jobs wait (HadarOptions::ratio_exponent, ratio_cap_s).
+  double hadar_ratio_exponent = 1;
+  double hadar_ratio_cap_s = 2 * 24 * 3600.0;
 };
 std::unique_ptr<Policy> make_policy(const std::string& name, const PolicySettings& settings = {});
 
