@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "scheduler/policy.h"
 #include "db/store.h"
 #include "scheduler/policy.h"
 

@@ -308,8 +308,9 @@ TEST(HadarRounds, AgingScaleMustBePositive) {
 // 4-GPU job, which no longer fits on the V100 node, goes to the K80s. Every
 // gang fits at once (5 of 12 GPUs), so the spare-round term weighs the 4-GPU
 // job by (4 x 100)^0.25 against (1 x 2)^0.25: it takes the V100 node.
-// With a third job of 8 GPUs the gangs (13) no longer fit: the term is off
-// and the order is the JCT utility's again.
+// With a third job of 8 GPUs the gangs (13) no longer fit: the spare-round
+// term is off (the response ratio weighs both runs alike), so the allocation
+// is the same whatever its exponent.
 TEST(HadarRounds, InARoundWithSpareCapacityTheJobWithMostWorkLeftTakesTheFastType) {
   Cluster c;
   c.name = "4v100+8k80";
