@@ -117,27 +117,29 @@ TEST(Scavenger, FillsAHoleAndLeavesWhenTheNodeIsClaimed) {
   }
   setenv("SLURM_CONF", (state_dir / "etc/slurm.conf").c_str(), 1);
 
-  // The primary workload: A holds 3 nodes for 30 s (it asked for 3 min); B
+  // The primary workload: A holds 3 nodes for 60 s (it asked for 3 min); B
   // needs all 4 and is reserved at A's time limit, so node4 is a hole. The
   // scavenger launches only once the backfill scheduler has planned B's start,
   // which on a loaded machine took most of a 15 s A (CI, 2026-12-03: the hole
-  // was never used), hence 30 s, and a job that outlasts A in the hole.
-  const std::string a = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N3", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 30"}));
+  // was never used), hence 30 s; and in CI's sanitizer build on 2026-12-03 even
+  // most of a 30 s A (one launch, after B, no claim), hence 60 s, and a job
+  // (4,800 iterations, about 96 s on one node) that outlasts A in the hole.
+  const std::string a = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N3", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 60"}));
   for (int i = 0; i < 100 && trim(run(dir, {"squeue", "-h", "-j", a, "-o", "%T"})) != "RUNNING"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::string b = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N4", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3"}));
-  std::string jobs = "name,iterations,max_nodes,rescale_s,curve,command\nhpo,2400,4,5,amdahl:0.1";
+  std::string jobs = "name,iterations,max_nodes,rescale_s,curve,command\nhpo,4800,4,5,amdahl:0.1";
   for (const auto& t : trainer) jobs += "," + t;
   std::ofstream(dir / "jobs.csv") << jobs << "\n";
   const std::string out = run(dir, {CELLSCHED_BINARY, "scavenge", "--slurm", "--jobs", (dir / "jobs.csv").string(), "--state",
-                               (dir / "state").string(), "--interval", "1", "--grace", "5", "--duration", "120", "--json"},
+                               (dir / "state").string(), "--interval", "1", "--grace", "5", "--duration", "240", "--json"},
                               &st);
   const std::string ja = run(dir, {"scontrol", "show", "job", "-o", a}), jb = run(dir, {"scontrol", "show", "job", "-o", b});
   run(dir, {"/bin/bash", script, "down"});
   ASSERT_EQ(st, 0) << out;
   const nlohmann::json r = nlohmann::json::parse(out);
   EXPECT_TRUE(r["jobs"][0]["done"].get<bool>()) << r.dump(2);
-  EXPECT_EQ(r["jobs"][0]["iterations_done"].get<double>(), 2400) << r.dump(2);
+  EXPECT_EQ(r["jobs"][0]["iterations_done"].get<double>(), 4800) << r.dump(2);
   EXPECT_GE(r["launches"].get<long>(), 2) << r.dump(2);  // in the hole, then again after B
   EXPECT_EQ(r["claims"].get<long>(), 1) << r.dump(2);
   EXPECT_LE(r["release_max_s"].get<double>(), 6.0) << r.dump(2);  // left within the grace period
