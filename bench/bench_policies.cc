@@ -52,7 +52,7 @@ void BM_Decide(benchmark::State& state) {
     active.push_back(&states[i]);
   }
   std::vector<Allocation> out(active.size());
-  RoundContext ctx{0, 360, &cluster, &oracle, &active, 30};
+  RoundContext ctx{0, 360, &cluster, &oracle, &active, 30, {}};
   auto policy = make_policy(policy_name);
   auto round = [&](Policy& p) {
     for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;

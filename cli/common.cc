@@ -183,6 +183,12 @@ std::string num(double v) {
   return buf;
 }
 
+ForkScaling fork_scaling_arg(const std::string& value) {
+  if (value != "noise" && value != "linear")
+    throw InputError("--fork-scaling must be noise or linear, got '" + value + "'");
+  return parse_fork_scaling(value);
+}
+
 po::typed_value<double>* fork_efficiency_value(double* target) {
   return po::value(target)->default_value(kDefaultForkEfficiency, num(kDefaultForkEfficiency));
 }

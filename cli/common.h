@@ -8,6 +8,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "core/fork.h"
+
 namespace cellsched {
 struct PolicySettings;  // scheduler/policy.h
 }
@@ -104,7 +106,13 @@ std::string num(double v);
 // defaults to kDefaultForkEfficiency (core/job.h) and prints it as such.
 po::typed_value<double>* fork_efficiency_value(double* target);
 inline const char* const kForkEfficiencyHelp =
-    "hadare: what a forked copy's iteration is worth, (0, 1]; the default is measured (docs/hadar.md)";
+    "hadare: what the first forked copy adds, as a share of its iterations, (0, 1]; the default is measured "
+    "(docs/hadar.md)";
+// --fork-scaling's value, or an InputError naming the flag.
+ForkScaling fork_scaling_arg(const std::string& value);
+inline const char* const kForkScalingHelp =
+    "hadare: how copies add up: noise (each further copy adds less, as a larger batch does; measured) or "
+    "linear (every copy adds --fork-efficiency of its iterations)";
 // --hadar-spare-exponent, --hadar-ratio-exponent and --hadar-ratio-cap,
 // shared by simulate/schedule and sweep, defaulting to *s's values; and
 // their check (InputError naming the flag and its range).

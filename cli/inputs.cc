@@ -32,6 +32,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", fork_efficiency_value(&a.fork_efficiency), kForkEfficiencyHelp)
+      ("fork-scaling", po::value(&a.fork_scaling)->default_value("noise"), kForkScalingHelp)
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
       ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
@@ -121,6 +122,7 @@ void check_engine_numbers(const ReplayArgs& a) {
        "--consolidation must be a number of seconds in [0, --round), got " + num(a.consolidation_s));
   need(std::isfinite(a.fork_efficiency) && a.fork_efficiency > 0 && a.fork_efficiency <= 1,
        "--fork-efficiency must be in (0, 1], got " + num(a.fork_efficiency));
+  fork_scaling_arg(a.fork_scaling);
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
        "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
   need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
@@ -208,6 +210,7 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;
   in.options.fork_efficiency = a.fork_efficiency;
+  in.options.fork_scaling = fork_scaling_arg(a.fork_scaling);
   in.options.consolidation_s = a.consolidation_s;
   in.options.replay_failures = a.replay_failures;
   return in;

@@ -22,6 +22,7 @@ struct ReplayArgs {
   uint64_t seed = 0;
   long limit = -1;
   double round_s = 360, restart_s = 30, horizon_s = -1, fork_efficiency = kDefaultForkEfficiency, consolidation_s = 0;
+  std::string fork_scaling = "noise";
   PolicySettings policy;  // hadar's terms (add_hadar_options)
   std::string oracle = "table";  // "table" (Gavel's table), "cells" (tuned cells) or "measured"
   std::string cells_db;          // profiles and cell estimates (cells)

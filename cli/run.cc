@@ -74,6 +74,7 @@ int cmd_run(const std::vector<std::string>& args) {
   runner::ExecutorOptions eo;
   std::vector<std::string> ssh_options;
   bool quiet = false;
+  std::string fork_scaling;
   po::options_description opts("options");
   opts.add_options()
       ("nodes", po::value(&nodes)->required(), "node list (YAML; or a shorthand like v100:4)")
@@ -89,6 +90,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("work-dir", po::value(&work_dir), "launch logs, exit and progress files (default: <db>.d)")
       ("keep-checkpoints", po::bool_switch(&o.keep_checkpoints), "keep the copies' checkpoints after averaging")
       ("fork-efficiency", fork_efficiency_value(&o.fork_efficiency), kForkEfficiencyHelp)
+      ("fork-scaling", po::value(&fork_scaling)->default_value("noise"), kForkScalingHelp)
       ("restart", po::value(&o.restart_s)->default_value(30), "restart overhead the policies assume, seconds")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON); '' for none")
       ("prior", po::value(&o.prior_per_gpu)->default_value(1.0), "iterations/s per GPU assumed for a job nothing knows yet")
@@ -100,6 +102,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("schedule", po::value(&o.schedule_path), "replay this `cellsched schedule` file (schedule.json) instead of deciding with --policy")
       ("schedule-offset", po::value(&o.schedule_offset)->default_value(1), "with --schedule: job J plays the schedule's job J - offset (submitted jobs count from 1, trace jobs from 0)")
       ("quiet,q", po::bool_switch(&quiet), "no log on stderr");
+  add_hadar_options(opts, &o.policy_settings);
   po::variables_map vm;
   if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
   // Finite and in range, with the range in the message (nan fails every comparison).
@@ -111,6 +114,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!(o.prior_per_gpu > 0 && o.prior_per_gpu <= 1e9))
     throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
   if (!(o.fork_efficiency > 0) || o.fork_efficiency > 1) throw InputError("--fork-efficiency must be in (0, 1]");
+  o.fork_scaling = fork_scaling_arg(fork_scaling);
+  check_policy_settings(o.policy_settings);
   if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
   const Cluster cluster = load_cluster(nodes);
   runner::validate_nodes(cluster, nodes);

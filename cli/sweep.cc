@@ -129,6 +129,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   long jobs;
   uint64_t seed;
   double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s;
+  std::string fork_scaling;
   PolicySettings settings;
   opt.add_options()
       ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
@@ -141,6 +142,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
       ("round", po::value(&round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
       ("fork-efficiency", fork_efficiency_value(&fork_efficiency), kForkEfficiencyHelp)
+      ("fork-scaling", po::value(&fork_scaling)->default_value("noise"), kForkScalingHelp)
       ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
       ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
       ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
@@ -164,6 +166,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
     throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
                      ") of " + std::to_string(jobs) + " jobs holds no job");
   check_policy_settings(settings);
+  if (!(std::isfinite(fork_efficiency) && fork_efficiency > 0 && fork_efficiency <= 1))
+    throw InputError("--fork-efficiency must be in (0, 1], got " + num(fork_efficiency));
+  const ForkScaling scaling = fork_scaling_arg(fork_scaling);
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   for (size_t i = 0; i < names.size(); ++i) {
@@ -187,6 +192,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   so.round_s = round_s;
   so.restart_s = restart_s;
   so.fork_efficiency = fork_efficiency;
+  so.fork_scaling = scaling;
   so.consolidation_s = consolidation_s;
   std::vector<Cell> cells;
   for (size_t ri = 0; ri < rates.size(); ++ri) {
@@ -216,6 +222,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
                         {"round_s", round_s},
                         {"restart_s", restart_s},
                         {"fork_efficiency", fork_efficiency},
+                        {"fork_scaling", fork_scaling_name(scaling)},
                         {"consolidation_s", consolidation_s},
                         {"rates_per_hour", rates},
                         {"policies", names},

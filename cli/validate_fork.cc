@@ -23,6 +23,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/fork.h"
 #include "runner/checkpoint.h"
 
 extern char** environ;
@@ -208,6 +209,9 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
 
   const bool json = vm.count("json") > 0;
   if (!json) std::cout << "k  efficiency mean  sd     min    max    iterations to target per seed (one gang: k=1)\n";
+  // The noise model (core/fork.h) fitted on the smallest k > 1, and what it
+  // then predicts for the other k: how well one --fork-efficiency describes all.
+  double fitted = -1;
   for (size_t i = 0; i < copies.size(); ++i) {
     std::vector<double> eff, per_seed;
     for (const auto& row : its) {
@@ -220,9 +224,18 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
     sd = std::sqrt(sd);
     const double lo = eff.empty() ? NAN : *std::min_element(eff.begin(), eff.end());
     const double hi = eff.empty() ? NAN : *std::max_element(eff.begin(), eff.end());
-    out["results"].push_back({{"copies", copies[i]}, {"iterations_to_target", per_seed},
-                              {"reached", eff.size()}, {"efficiency_mean", eff.empty() ? nlohmann::json() : nlohmann::json(mean)},
-                              {"efficiency_sd", sd}, {"efficiency_min", lo}, {"efficiency_max", hi}});
+    nlohmann::json row = {{"copies", copies[i]}, {"iterations_to_target", per_seed},
+                          {"reached", eff.size()}, {"efficiency_mean", eff.empty() ? nlohmann::json() : nlohmann::json(mean)},
+                          {"efficiency_sd", sd}, {"efficiency_min", lo}, {"efficiency_max", hi}};
+    if (copies[i] > 1 && !eff.empty()) {
+      if (fitted < 0) {
+        fitted = fork_efficiency_from(copies[i], mean);
+        out["noise_model"] = {{"fitted_on_copies", copies[i]}, {"fork_efficiency", fitted}};
+      }
+      const double k = copies[i];
+      row["noise_model_efficiency"] = fork_worth({fitted, ForkScaling::noise}, 1, k - 1, 1) / k;
+    }
+    out["results"].push_back(row);
     if (!json) {
       char line[128];
       std::snprintf(line, sizeof line, "%-2d %-16.3f %-6.3f %-6.3f %-6.3f ", copies[i], mean, sd, lo, hi);
@@ -230,6 +243,14 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
       for (double v : per_seed) std::cout << (v < 0 ? std::string("not-reached") : std::to_string(static_cast<long long>(v))) << " ";
       std::cout << "\n";
     }
+  }
+  if (fitted >= 0 && !json) {
+    std::cout << "noise model (--fork-scaling noise): --fork-efficiency " << fitted << " (fitted on k="
+              << out["noise_model"]["fitted_on_copies"].get<int>() << "); it predicts efficiency";
+    for (const auto& row : out["results"])
+      if (row.contains("noise_model_efficiency"))
+        std::cout << " " << row["noise_model_efficiency"].get<double>() << " at k=" << row["copies"].get<int>();
+    std::cout << "\n";
   }
   if (json) std::cout << out.dump(2) << "\n";
   return 0;

@@ -8,12 +8,13 @@
 
 namespace cellsched {
 
-// What one iteration of a HadarE forked copy is worth beside one of the job's
-// own gang, when nobody says: measured with `cellsched validate fork` in the
-// gradient-noise regime at one gang's best learning rate, 4 copies (docs/hadar.md,
-// "Fork efficiency, measured"; 0.02-0.07 step-limited, 0.3-0.5 noisy, > 1 only
-// at a learning rate too large for one gang).
-inline constexpr double kDefaultForkEfficiency = 0.3;
+// What the first HadarE forked copy adds beside the job's own gang, as a
+// share of its own iterations, when nobody says (core/fork.h: further copies
+// add less). Measured with `cellsched validate fork` in the gradient-noise
+// regime at one gang's best learning rate: 0.51 with one copy, and the
+// noise model at 0.5 predicts the 4-gang figure within 6 % (docs/hadar.md,
+// "Fork efficiency, measured"; 0.07 step-limited).
+inline constexpr double kDefaultForkEfficiency = 0.5;
 
 struct Job {
   int64_t id = 0;                 // unique in its trace, dense from 0 in arrival order (a run

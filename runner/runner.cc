@@ -108,7 +108,7 @@ void Runner::Impl::round(int64_t number, double t0) {
   }
   std::vector<Allocation> out(active.size());
   for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-  RoundContext ctx{t0, o.round_s, &cluster, &oracle, &active, o.restart_s};
+  RoundContext ctx{t0, o.round_s, &cluster, &oracle, &active, o.restart_s, {o.fork_efficiency, o.fork_scaling}};
   const auto d0 = std::chrono::steady_clock::now();
   if (!active.empty()) policy->decide(ctx, out);
   const double decision_ms =
@@ -217,7 +217,7 @@ void Runner::Impl::shutdown() {
 
 void Runner::Impl::run() {
   policy = o.schedule_path.empty()
-               ? make_policy(o.policy)
+               ? make_policy(o.policy, o.policy_settings)
                : make_replay(load_schedule(o.schedule_path), cluster, o.schedule_offset);
   if (o.work_dir.empty()) o.work_dir = store.path() + ".d";
   fs::create_directories(o.work_dir);

@@ -10,9 +10,11 @@
 #include <string>
 
 #include "core/cluster.h"
+#include "core/fork.h"
 #include "core/job.h"
 #include "db/online.h"
 #include "runner/contract.h"
+#include "scheduler/policy.h"
 
 namespace cellsched {
 class ThroughputOracle;
@@ -34,7 +36,9 @@ struct RunnerOptions {
   double poll_s = 0.2;          // progress files and exits are read this often
   std::string work_dir;         // launch directories (logs, exit files, progress)
   bool keep_checkpoints = false;  // keep the copies' checkpoints after averaging
-  double fork_efficiency = kDefaultForkEfficiency;  // what one iteration of a forked copy is worth
+  double fork_efficiency = kDefaultForkEfficiency;  // what the first forked copy adds (core/fork.h)
+  ForkScaling fork_scaling = ForkScaling::noise;     // how more copies add
+  PolicySettings policy_settings;                    // hadar's terms (scheduler/policy.h)
   double restart_s = 30;          // the policies' restart overhead
   double prior_per_gpu = 1.0;     // iterations/s per GPU for a job nothing knows
   // Replay a `cellsched schedule` file instead of deciding with `policy`:

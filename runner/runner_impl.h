@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -107,7 +108,22 @@ struct Runner::Impl {
     if (o.log) o.log(m);
   }
   bool stopping() const { return o.stop && o.stop->load(); }
-  double copy_weight(const db::OnlineLaunch& l) const { return l.copy == 0 ? 1.0 : o.fork_efficiency; }
+  // What launches of one job that trained side by side are worth together
+  // (core/fork.h): `pick` selects the launches.
+  template <typename Pick>
+  double worth_of(int64_t job_id, Pick pick) const {
+    double main = 0, copies = 0, largest = 0;
+    for (const auto& [id, l] : launches) {
+      if (l.job_id != job_id || !pick(l)) continue;
+      if (l.copy == 0) {
+        main += l.iterations;
+      } else {
+        copies += l.iterations;
+        largest = std::max(largest, l.iterations);
+      }
+    }
+    return fork_worth({o.fork_efficiency, o.fork_scaling}, main, copies, largest);
+  }
 
   std::string exit_file(const db::OnlineLaunch& l, size_t rank) const {
     return l.dir + "/proc-" + std::to_string(rank) + ".exit";

@@ -34,10 +34,8 @@ std::vector<int64_t> Runner::Impl::live_of(int64_t job_id, bool running_only) co
 
 // Consolidated plus what the running launches report.
 double Runner::Impl::progress_of(const Entry& e) const {
-  double done = e.row.iterations_done;
-  for (const auto& [id, l] : launches)
-    if (l.job_id == e.row.id && l.state != "planned") done += l.iterations * copy_weight(l);
-  return done;
+  return e.row.iterations_done +
+         worth_of(e.row.id, [](const db::OnlineLaunch& l) { return l.state != "planned"; });
 }
 
 // Reads progress and exits; ends launches whose processes are all gone.
@@ -221,16 +219,17 @@ void Runner::Impl::consolidate(Entry& e) {
   std::vector<int64_t> ids;
   std::vector<std::string> inputs;
   std::vector<double> weights;
-  double counted = 0;
   for (const auto& [id, l] : launches) {
     if (l.job_id != e.row.id || l.state != "ended") continue;
     ids.push_back(id);
     if (l.iterations > 0 && fs::exists(l.ckpt_out)) {
       inputs.push_back(l.ckpt_out);
       weights.push_back(l.iterations);
-      counted += l.iterations * copy_weight(l);
     }
   }
+  double counted = worth_of(e.row.id, [](const db::OnlineLaunch& l) {
+    return l.state == "ended" && l.iterations > 0 && fs::exists(l.ckpt_out);
+  });
   if (ids.empty()) return;
   db::OnlineConsolidation c;
   c.job_id = e.row.id;

@@ -160,11 +160,15 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
   run.params["round_s"] = fmt(options.round_s);
   run.params["restart_s"] = fmt(options.restart_s);
   if (options.horizon_s >= 0) run.params["horizon_s"] = fmt(options.horizon_s);
-  if (policy.name() == "hadare" || options.fork_efficiency != kDefaultForkEfficiency)
+  if (policy.name() == "hadare" || options.fork_efficiency != kDefaultForkEfficiency ||
+      options.fork_scaling != ForkScaling::noise) {
     run.params["fork_efficiency"] = fmt(options.fork_efficiency);
+    run.params["fork_scaling"] = fork_scaling_name(options.fork_scaling);
+  }
   if (options.consolidation_s > 0) run.params["consolidation_s"] = fmt(options.consolidation_s);
-  if (options.fork_efficiency <= 0 || options.fork_efficiency > 1)
+  if (!(options.fork_efficiency > 0) || options.fork_efficiency > 1)
     throw InputError("fork efficiency must be in (0, 1]");
+  const ForkModel fork{options.fork_efficiency, options.fork_scaling};
   if (options.consolidation_s < 0) throw InputError("consolidation time must not be negative");
 
   std::vector<std::vector<double>> gang_rates(n);  // cached per-gang rates of `current`
@@ -224,7 +228,7 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
 
     out.resize(active.size());
     for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-    RoundContext ctx{t, options.round_s, &cluster, &oracle, &active, options.restart_s};
+    RoundContext ctx{t, options.round_s, &cluster, &oracle, &active, options.restart_s, fork};
     const auto decide_start = Clock::now();
     policy.decide(ctx, out);
     decision_ms.push_back(seconds_since(decide_start) * 1e3);
@@ -253,20 +257,36 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       const bool changed = !(a == s.current);
       if (changed) rates.clear();
       PreviousGangs previous(s.current);
-      auto add_gang = [&](const std::vector<Placement>& ps, double efficiency) {
+      // Rates are taken raw when the allocation changed, and the copies'
+      // scaled once all are known (fork_worth: their share depends on all).
+      const bool fresh_rates = rates.empty();
+      auto add_gang = [&](const std::vector<Placement>& ps) {
         const bool fresh = !previous.contains(ps, gangs.size());
         any_new = any_new || fresh;
-        if (rates.size() < gangs.size() + 1)
-          rates.push_back(efficiency * gang_rate(idx, ps));
+        if (rates.size() < gangs.size() + 1) rates.push_back(gang_rate(idx, ps));
         gangs.push_back({rates[gangs.size()], fresh ? restart : 0.0});
       };
       if (a.workers.empty()) {  // copies only: the main slot trains nothing
         if (rates.empty()) rates.push_back(0.0);
         gangs.push_back({0.0, 0.0});
       } else {
-        add_gang(a.workers, 1.0);
+        add_gang(a.workers);
       }
-      for (const auto& copy : a.copies) add_gang(copy, options.fork_efficiency);
+      for (const auto& copy : a.copies) add_gang(copy);
+      if (fresh_rates && gangs.size() > 1) {
+        double copies = 0, largest = 0;
+        for (size_t g = 1; g < rates.size(); ++g) {
+          copies += rates[g];
+          largest = std::max(largest, rates[g]);
+        }
+        // The linear model's share is its efficiency exactly (the same
+        // figures, to the bit, as before the noise model).
+        const double worth = fork_worth(fork, rates[0], copies, largest);
+        const double share = fork.scaling == ForkScaling::linear ? fork.efficiency
+                             : copies > 0                         ? std::max(0.0, worth - rates[0]) / copies
+                                                                  : 0.0;
+        for (size_t g = 1; g < rates.size(); ++g) gangs[g].rate = rates[g] *= share;
+      }
       if (changed) s.current = std::move(a);
       if (any_new) ++s.restarts;
       s.throughput = 0;

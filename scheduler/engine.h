@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "core/cluster.h"
+#include "core/fork.h"
 #include "core/job.h"
 #include "core/run.h"
 #include "scheduler/policy.h"
@@ -15,9 +16,11 @@ class ThroughputOracle;
 struct SimOptions {
   double round_s = 360;          // round length
   double restart_s = 30;         // paid by each gang that is new in a round
-  // Forked jobs (HadarE): what one iteration of a copy is worth (0..1], and
-  // the seconds each round that has copies loses to consolidating them.
+  // Forked jobs (HadarE): what the first copy adds (0..1], how more copies
+  // scale (core/fork.h), and the seconds each round that has copies loses
+  // to consolidating them.
   double fork_efficiency = kDefaultForkEfficiency;
+  ForkScaling fork_scaling = ForkScaling::noise;
   double consolidation_s = 0;
   double horizon_s = -1;         // stop after this much simulated time (< 0: run to the end)
   // Rounds at most: a simulation that would run longer (a job at a rate too
@@ -42,9 +45,12 @@ struct SimOptions {
 //    placed exactly so in the previous round (a start, a move, a resize)
 //    trains nothing for min(restart_s, round_s) seconds of that round,
 //    holding its GPUs. A job with copies also loses consolidation_s at the
-//    end of the round (the copies' weights are averaged), and a copy's
-//    iterations count fork_efficiency each; the job's remaining iterations
-//    fall by the sum over its gangs.
+//    end of the round (the copies' weights are averaged), and its gangs'
+//    iterations are worth fork_worth() of them (core/fork.h: the copies
+//    count at a share that falls with their number under the noise model,
+//    fork_efficiency each under the linear one), taken from the gangs'
+//    rates when the allocation changes; the job's remaining iterations fall
+//    by that worth.
 //  - Progress within a round is throughput x time; a job completes at the
 //    exact moment its remaining iterations reach zero, and its GPUs become
 //    free at the next round start.

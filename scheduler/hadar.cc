@@ -56,6 +56,7 @@
 
 #include "core/error.h"
 #include "scheduler/hadar_common.h"
+#include "scheduler/hadare_copies.h"
 #include "scheduler/oracle.h"
 #include "scheduler/policies.h"
 
@@ -377,136 +378,16 @@ class Hadar : public Policy {
     return room;
   }
 
-  // HadarE: fill every idle GPU with copies, node by node: a node with g idle
-  // GPUs gets a copy (min(W, g) GPUs there) of the job best_copy() picks,
-  // until none of its GPUs idles or no job can use them.
+  // HadarE: the GPUs still idle go to copies (scheduler/hadare_copies.h).
   void add_copies(std::vector<Allocation>& out) {
     const auto& js = jobs();
-    const Cluster& cluster = *ctx_->cluster;
-    std::vector<double> rate(js.size(), 0);  // main gang's rate this round
+    main_rate_.assign(js.size(), 0);
     for (size_t i = 0; i < js.size(); ++i)
       if (!out[i].workers.empty())
-        rate[i] = allocation_throughput(*ctx_->oracle, *js[i]->job, cluster, out[i].workers);
-    // Last round's copies per node: (job index, GPUs); kept across rounds so
-    // that the per-node lists keep their memory.
-    std::vector<std::vector<std::pair<size_t, int>>>& previous = previous_;
-    previous.resize(cluster.nodes.size());
-    for (auto& p : previous) p.clear();
-    for (size_t i = 0; i < js.size(); ++i)
-      for (const auto& copy : js[i]->current.copies)
-        if (copy.size() == 1) previous[copy[0].node].push_back({i, copy[0].gpus});
-    // Where no copy ran last round, a node's best job depends only on its type
-    // and idle GPUs, and picking a job only raises that job's rate, which only
-    // lowers its own gain. So each (type, idle GPUs) keeps a max-heap of every
-    // job's gain, re-valued lazily: a stale gain is an upper bound, and a top
-    // whose gain still holds is the scan's choice. (A scan of every job per
-    // idle node was most of hadare's time on the Philly trace.)
-    std::map<std::pair<size_t, int>, std::vector<CopyGain>> heaps;
-    for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-      const size_t k = idx_.type_of_node[n];
-      while (free_[n] > 0) {
-        const auto key = std::make_pair(k, free_[n]);
-        auto it = heaps.find(key);
-        if (it == heaps.end()) it = heaps.emplace(key, copy_heap(k, free_[n], rate)).first;
-        CopyChoice best = top_copy(it->second, k, free_[n], rate);
-        if (!previous[n].empty()) {
-          // Only last round's copies here are valued differently (no restart,
-          // and preferred on ties): the best is one of them or the plain best.
-          std::vector<size_t>& only = only_;
-          only.clear();
-          for (const auto& [i, c] : previous[n]) only.push_back(i);
-          if (best.job >= 0) only.push_back(static_cast<size_t>(best.job));
-          std::sort(only.begin(), only.end());
-          only.erase(std::unique(only.begin(), only.end()), only.end());
-          best = best_copy(k, free_[n], previous[n], rate, only);
-        }
-        if (best.job < 0) break;  // no active job can use this node
-        const auto j = static_cast<size_t>(best.job);
-        out[j].copies.push_back({{static_cast<int>(n), best.c}});
-        rate[j] += copy_rate(*js[j]->job, *caches_[j], k, best.c);
-        free_[n] -= best.c;
-      }
-    }
-  }
-
-  struct CopyChoice {  // a copy of `job` on `c` GPUs; job -1: none
-    int job = -1, c = 0;
-  };
-  // A job's copy on a node of type k with `idle` GPUs, valued as best_copy()
-  // values one that was not there last round; heap order is best_copy's.
-  struct CopyGain {
-    double gain = 0, raw = 0;
-    int job = -1, c = 0;
-    bool operator<(const CopyGain& o) const {  // worse than o
-      if (gain != o.gain) return gain < o.gain;
-      if (raw != o.raw) return raw < o.raw;
-      return job > o.job;
-    }
-  };
-  CopyGain copy_gain(size_t i, size_t k, int idle, const std::vector<double>& rate, bool kept) {
-    const JobState& s = *jobs()[i];
-    CopyGain g;
-    if (caches_[i]->packed[k] <= 0) return g;
-    g.c = std::min(s.job->gpus, idle);
-    const double r = copy_rate(*s.job, *caches_[i], k, g.c);
-    if (r <= 0) return g;
-    const double full = ctx_->round_s;
-    const double fresh = std::max(0.0, ctx_->round_s - ctx_->restart_s);
-    const double useful = std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate[i] * full));
-    g.gain = s.job->weight * useful / s.remaining;
-    g.raw = s.job->weight * r / s.remaining;
-    g.job = static_cast<int>(i);
-    return g;
-  }
-  std::vector<CopyGain> copy_heap(size_t k, int idle, const std::vector<double>& rate) {
-    std::vector<CopyGain> heap;
-    for (size_t i = 0; i < jobs().size(); ++i)
-      if (const CopyGain g = copy_gain(i, k, idle, rate, false); g.job >= 0) heap.push_back(g);
-    std::make_heap(heap.begin(), heap.end());
-    return heap;
-  }
-  CopyChoice top_copy(std::vector<CopyGain>& heap, size_t k, int idle, const std::vector<double>& rate) {
-    while (!heap.empty()) {
-      const CopyGain now = copy_gain(static_cast<size_t>(heap.front().job), k, idle, rate, false);
-      if (now.gain == heap.front().gain) return {now.job, now.c};
-      std::pop_heap(heap.begin(), heap.end());
-      heap.back() = now;
-      std::push_heap(heap.begin(), heap.end());
-    }
-    return {};
-  }
-
-  // The job whose copy gains most on a node of type k with `idle` GPUs: the
-  // most weighted iterations it can still use this round, relative to its
-  // remaining work; ties go to keeping last round's copy there (no restart),
-  // then to the higher rate, then to the earlier job. job -1: none can run.
-  // Only the jobs in `candidates` (ascending indices) are weighed.
-  CopyChoice best_copy(size_t k, int idle, const std::vector<std::pair<size_t, int>>& previous,
-                       const std::vector<double>& rate, const std::vector<size_t>& candidates) {
-    CopyChoice best;
-    CopyGain top;
-    bool best_kept = false;
-    for (const size_t i : candidates) {
-      const int c = std::min(jobs()[i]->job->gpus, idle);
-      const bool kept =
-          std::find(previous.begin(), previous.end(), std::pair<size_t, int>{i, c}) != previous.end();
-      const CopyGain g = copy_gain(i, k, idle, rate, kept);
-      if (g.job < 0) continue;
-      const bool better = best.job < 0 || g.gain > top.gain ||
-                          (g.gain == top.gain && ((kept && !best_kept) || (kept == best_kept && g.raw > top.raw)));
-      if (better) {
-        best = {g.job, g.c};
-        top = g;
-        best_kept = kept;
-      }
-    }
-    return best;
-  }
-
-  double copy_rate(const Job& job, JobCache& jc, size_t k, int c) {
-    double& r = jc.copy[k][c];
-    if (r < 0) r = ctx_->oracle->throughput(job, idx_.types[k], c, true);
-    return r;
+        main_rate_[i] = allocation_throughput(*ctx_->oracle, *js[i]->job, *ctx_->cluster, out[i].workers);
+    copy_rates_.resize(js.size());
+    for (size_t i = 0; i < js.size(); ++i) copy_rates_[i] = {&caches_[i]->packed, &caches_[i]->copy};
+    copies_.place(*ctx_, idx_.types, idx_.type_of_node, main_rate_, copy_rates_, free_, out);
   }
 
   HadarOptions opt_;
@@ -528,8 +409,9 @@ class Hadar : public Policy {
   enum class Term { none, spare, busy } term_ = Term::none;
   std::vector<int> counts_;  // scratch for evaluate()
   std::vector<int> avail_;   // scratch for place_type()
-  std::vector<std::vector<std::pair<size_t, int>>> previous_;  // scratch for add_copies()
-  std::vector<size_t> only_;                                  // scratch for add_copies()
+  std::vector<double> main_rate_;                   // scratch for add_copies()
+  std::vector<hadar_detail::CopyRates> copy_rates_;  // scratch for add_copies()
+  hadar_detail::CopyPlacer copies_;   // HadarE's copies
   hadar_detail::RoundMemo price_memo_, power_memo_;  // this round's p_k(y), q_k^m
   std::vector<double> ratio_;                        // this round's q_k
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/fork.h"
 #include "core/job.h"
 
 namespace cellsched {
@@ -55,6 +56,7 @@ struct RoundContext {
   // Active jobs in arrival order.
   const std::vector<JobState*>* jobs = nullptr;
   double restart_s = 30;          // what an allocation change costs (SimOptions)
+  ForkModel fork;                 // what forked copies are worth (SimOptions)
 };
 
 class Policy {

@@ -132,7 +132,8 @@ TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
       {"--restart", "nan"}, {"--restart", "-1"}, {"--restart", "400"}, {"--horizon", "nan"},
       {"--fork-efficiency", "0"}, {"--consolidation", "inf"}, {"--hadar-spare-exponent", "-1"},
       {"--hadar-spare-exponent", "nan"}, {"--hadar-spare-exponent", "1e308"}, {"--hadar-ratio-exponent", "inf"},
-      {"--hadar-ratio-cap", "0"}, {"--hadar-ratio-cap", "-5"}};
+      {"--hadar-ratio-cap", "0"}, {"--hadar-ratio-cap", "-5"}, {"--fork-scaling", "cubic"},
+      {"--fork-scaling", ""}};
   for (const auto& flag : absurd) {
     std::vector<std::string> args = {"simulate", "--trace", examples("data/gavel/traces/small_test.trace"),
                                      "--cluster", "v100:8", "--policy", "fifo", "--db", db()};

@@ -2,6 +2,8 @@
 // the tiny form trains the example trainer for real and reports efficiencies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/subprocess.h"
@@ -66,6 +68,14 @@ TEST_F(ValidateFork, TinyMeasurementRunsAndReportsEfficiency) {
   EXPECT_NEAR(eff, its1 / its2, 1e-12);
   EXPECT_GT(eff, 0);
   EXPECT_LE(eff, 2.0);
+  // The noise model fitted on k = 2 gives k = 2 back, within what it can
+  // describe (1/k: copies add nothing, 1: copies count in full).
+  ASSERT_TRUE(j.contains("noise_model")) << r.out;
+  EXPECT_EQ(j["noise_model"]["fitted_on_copies"], 2);
+  const double e = j["noise_model"]["fork_efficiency"].get<double>();
+  EXPECT_GE(e, 0);
+  EXPECT_LE(e, 1);
+  EXPECT_NEAR(j["results"][1]["noise_model_efficiency"].get<double>(), std::clamp(eff, 0.5, 1.0), 1e-9);
 }
 
 // The regime flags reach the trainer: a noisy, small-batch measurement runs

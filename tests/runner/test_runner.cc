@@ -157,6 +157,12 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
   r = run({"run", "--nodes", nodes_, "--db", db_, "--policy", "nope"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("unknown policy"), std::string::npos) << r.err;
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--fork-scaling", "cubic"}, {"--hadar-ratio-cap", "-1"}, {"--hadar-spare-exponent", "nan"}}) {
+    r = run({"run", "--nodes", nodes_, "--db", db_, "--rounds", "1", flag, value});
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find(flag + " must be"), std::string::npos) << r.err;
+  }
 
   r = run({"submit", "--db", db_, "--iterations", "10"});
   EXPECT_EQ(r.status, 2);
@@ -523,11 +529,14 @@ TEST_F(Runner, PytorchCopiesAreAveragedByIterations) {
   const std::string script = R"PY(
 import json, sqlite3, sys, torch
 db = sqlite3.connect(sys.argv[1])
-rows = db.execute("SELECT inputs, output FROM online_consolidations WHERE method = 'average'").fetchall()
+rows = db.execute("SELECT inputs, output, iterations FROM online_consolidations WHERE method = 'average'").fetchall()
 assert rows, "no averaged consolidation"
-for inputs, output in rows:
+for inputs, output, counted in rows:
     inputs = json.loads(inputs)
     total = sum(w for _, w in inputs)
+    # The noise model (core/fork.h): the gangs are worth at least the largest
+    # one alone and less than all their iterations.
+    assert max(w for _, w in inputs) - 1e-9 <= counted < total, (counted, inputs)
     out = torch.load(output)
     dicts = [(torch.load(p), w) for p, w in inputs]
     for k, v in out.items():

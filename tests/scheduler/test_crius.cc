@@ -20,7 +20,7 @@ std::vector<Allocation> round(Policy& p, const Cluster& c, const ThroughputOracl
   for (JobState& s : states) active.push_back(&s);
   std::vector<Allocation> out(active.size());
   for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-  RoundContext ctx{0, 360, &c, &o, &active, 30};
+  RoundContext ctx{0, 360, &c, &o, &active, 30, {}};
   p.decide(ctx, out);
   for (size_t i = 0; i < active.size(); ++i) states[i].current = out[i];
   return out;

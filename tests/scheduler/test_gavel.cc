@@ -262,8 +262,11 @@ TEST(GavelLp, TieBreakMakesTheSharesIndependentOfTheStart) {
     for (size_t j = 0; j < live.size(); ++j) {
       const auto& r = p.throughput[j];
       const size_t best = static_cast<size_t>(std::max_element(r.begin(), r.end()) - r.begin());
-      for (size_t k = 0; k < 3; ++k)
-        if (k != best) EXPECT_NEAR(cold.x[j][k], 0.0, 1e-7) << "step " << step << " job " << j;
+      for (size_t k = 0; k < 3; ++k) {
+        if (k != best) {
+          EXPECT_NEAR(cold.x[j][k], 0.0, 1e-7) << "step " << step << " job " << j;
+        }
+      }
     }
   }
   EXPECT_EQ(differ, 0);
@@ -405,7 +408,7 @@ struct Rounds {
     for (int r = 0; r < rounds; ++r) {
       std::vector<Allocation> out(active.size());
       for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-      RoundContext ctx{r * round_s, round_s, &cluster, &oracle, &active, 30};
+      RoundContext ctx{r * round_s, round_s, &cluster, &oracle, &active, 30, {}};
       policy->decide(ctx, out);
       std::vector<int> used(cluster.nodes.size(), 0);
       for (size_t i = 0; i < active.size(); ++i) {

@@ -17,12 +17,12 @@ using testing::make_job;
 
 // Runs one policy decision on `jobs` (all waiting) and returns the allocations.
 std::vector<Allocation> decide_once(Policy& p, const Cluster& c, const ThroughputOracle& o,
-                                    std::vector<JobState>& states, double round_s = 360) {
+                                    std::vector<JobState>& states, double round_s = 360, ForkModel fork = {}) {
   std::vector<JobState*> active;
   for (JobState& s : states) active.push_back(&s);
   std::vector<Allocation> out(active.size());
   for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-  RoundContext ctx{0, round_s, &c, &o, &active, 30};
+  RoundContext ctx{0, round_s, &c, &o, &active, 30, fork};
   p.decide(ctx, out);
   return out;
 }
@@ -120,6 +120,54 @@ TEST(HadarE, ForksOntoTheGpusHadarLeftIdle) {
   EXPECT_FALSE(out[0].copies.empty() && out[1].copies.empty());
 }
 
+// Under the noise model each further copy adds less, and a copy that adds
+// less than a tenth of the first one's share is not placed: one long 1-GPU
+// job on 20 idle V100s gets 8 copies at e = 0.5 (phi = 2: the k-th gang adds
+// 6 / ((2 + k)(1 + k)) of its iterations, >= 0.05 up to k = 9), and one on
+// every other GPU under the linear model.
+// n nodes of one V100 each.
+Cluster one_v100_nodes(int n) {
+  Cluster c;
+  c.name = std::to_string(n) + "v100";
+  for (int i = 0; i < n; ++i) c.nodes.push_back({"n" + std::to_string(i), "localhost", "v100", 1});
+  return c;
+}
+
+TEST(HadarE, StopsForkingWhereACopyAddsTooLittle) {
+  const Cluster c = one_v100_nodes(20);
+  FakeOracle o;
+  o.rate = {{"v100", 10}};
+  const Job j = make_job(0, 0, 1, 1e9);
+  for (const ForkScaling scaling : {ForkScaling::noise, ForkScaling::linear}) {
+    std::vector<JobState> states = {state_of(j)};
+    auto hadare = make_hadare();
+    const auto out = decide_once(*hadare, c, o, states, 360, {0.5, scaling});
+    ASSERT_EQ(out[0].workers.size(), 1u);
+    EXPECT_EQ(out[0].copies.size(), scaling == ForkScaling::noise ? 8u : 19u) << fork_scaling_name(scaling);
+  }
+  // With perfect copies (e = 1) the noise model is linear: every GPU.
+  std::vector<JobState> states = {state_of(j)};
+  auto hadare = make_hadare();
+  EXPECT_EQ(decide_once(*hadare, c, o, states, 360, {1.0, ForkScaling::noise})[0].copies.size(), 19u);
+}
+
+// Copies go where they add most: with one copy already, a job's next copy
+// adds less than another job's first, so two equal jobs split the idle GPUs
+// under the noise model.
+TEST(HadarE, SpreadsCopiesOverJobsUnderTheNoiseModel) {
+  const Cluster c = one_v100_nodes(6);
+  FakeOracle o;
+  o.rate = {{"v100", 10}};
+  const Job a = make_job(0, 0, 1, 1e9), b = make_job(1, 0, 1, 1e9);
+  std::vector<JobState> states = {state_of(a), state_of(b)};
+  auto hadare = make_hadare();
+  const auto out = decide_once(*hadare, c, o, states);
+  ASSERT_EQ(out[0].workers.size(), 1u);
+  ASSERT_EQ(out[1].workers.size(), 1u);
+  EXPECT_EQ(out[0].copies.size(), 2u);
+  EXPECT_EQ(out[1].copies.size(), 2u);
+}
+
 TEST(HadarE, LeavesNoGpuIdleWhileWorkRemains) {
   Cluster c;
   c.name = "mixed";
@@ -161,7 +209,10 @@ Cluster two_types() {
   return c;
 }
 
-TEST(Engine, ForkedJobFallsByTheSumOfItsCopiesIterations) {
+// One long job on two_types() for two rounds: its own gang on a V100 (10
+// it/s), copies on the other V100 and on a K80 (5 it/s); restart 30 s,
+// consolidation 20 s, first-copy efficiency 0.5.
+RunRecord forked_two_rounds(ForkScaling scaling) {
   const Cluster c = two_types();
   FakeOracle o;
   o.rate = {{"v100", 10}, {"k80", 5}};
@@ -174,13 +225,27 @@ TEST(Engine, ForkedJobFallsByTheSumOfItsCopiesIterations) {
   so.restart_s = 30;
   so.consolidation_s = 20;
   so.fork_efficiency = 0.5;
+  so.fork_scaling = scaling;
   so.horizon_s = 720;
-  const RunRecord r = simulate(t, c, o, p, so);
+  return simulate(t, c, o, p, so);
+}
+
+TEST(Engine, ForkedJobFallsByTheSumOfItsCopiesIterations) {
+  const RunRecord r = forked_two_rounds(ForkScaling::linear);
   // Rates: main 10, copy on V100 10 x 0.5, copy on K80 5 x 0.5 = 17.5 it/s.
   // Round 1: all gangs new, train from 30 s to 360 - 20 s: 17.5 x 310 = 5425.
   // Round 2: nothing new: 17.5 x 340 = 5950.
   EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 5425 + 5950);
   EXPECT_DOUBLE_EQ(r.jobs[0].gpu_seconds, 3 * 720);
+  EXPECT_EQ(r.jobs[0].restarts, 1);
+}
+
+TEST(Engine, ForkedJobFallsByWhatTheNoiseModelSaysItsGangsAreWorth) {
+  const RunRecord r = forked_two_rounds(ForkScaling::noise);  // e = 0.5: phi = 2
+  // Raw 10 + 10 + 5 = 25 it/s, k = 25 / 10 = 2.5 gangs of the main one's:
+  // worth 25 x 3 / 4.5 = 16.67 it/s. Round 1 from 30 s to 340 s, round 2 340 s.
+  const double worth = 25.0 * 3 / 4.5;
+  EXPECT_NEAR(r.jobs[0].iterations_done, worth * 310 + worth * 340, 1e-6);
   EXPECT_EQ(r.jobs[0].restarts, 1);
 }
 
@@ -196,6 +261,7 @@ TEST(Engine, ForkedJobCompletesExactlyAndPaysConsolidation) {
   SimOptions so;
   so.consolidation_s = 20;
   so.fork_efficiency = 0.5;
+  so.fork_scaling = ForkScaling::linear;
   const RunRecord r = simulate(t, c, o, p, so);
   // 1000 it at 17.5 it/s from t=30: 57.142857 s, then 20 s of consolidation.
   EXPECT_NEAR(r.jobs[0].completion_s, 30 + 1000 / 17.5 + 20, 1e-9);

@@ -184,7 +184,7 @@ TEST(MeasuredCells, CriusChoosesByLocality) {
     std::vector<JobState*> active = {&s};
     std::vector<Allocation> out(1);
     auto crius = make_crius();
-    RoundContext ctx{0, 360, &c, &o, &active, 30};
+    RoundContext ctx{0, 360, &c, &o, &active, 30, {}};
     crius->decide(ctx, out);
     int gpus = 0;
     for (const Placement& p : out[0].workers) gpus += p.gpus;
