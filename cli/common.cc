@@ -183,10 +183,14 @@ std::string num(double v) {
   return buf;
 }
 
-ForkScaling fork_scaling_arg(const std::string& value) {
-  if (value != "noise" && value != "linear")
-    throw InputError("--fork-scaling must be noise or linear, got '" + value + "'");
-  return parse_fork_scaling(value);
+ForkModel fork_model_arg(double efficiency, const std::string& scaling) {
+  if (!(std::isfinite(efficiency) && efficiency > 0 && efficiency <= 1))
+    throw InputError("--fork-efficiency must be in (0, 1], got " + num(efficiency));
+  try {
+    return {efficiency, parse_fork_scaling(scaling)};
+  } catch (const InputError&) {
+    throw InputError("--fork-scaling must be noise or linear, got '" + scaling + "'");
+  }
 }
 
 po::typed_value<double>* fork_efficiency_value(double* target) {

@@ -108,8 +108,9 @@ po::typed_value<double>* fork_efficiency_value(double* target);
 inline const char* const kForkEfficiencyHelp =
     "hadare: what the first forked copy adds, as a share of its iterations, (0, 1]; the default is measured "
     "(docs/hadar.md)";
-// --fork-scaling's value, or an InputError naming the flag.
-ForkScaling fork_scaling_arg(const std::string& value);
+// --fork-efficiency and --fork-scaling checked, or an InputError naming the
+// flag and its range.
+ForkModel fork_model_arg(double efficiency, const std::string& scaling);
 inline const char* const kForkScalingHelp =
     "hadare: how copies add up: noise (each further copy adds less, as a larger batch does; measured) or "
     "linear (every copy adds --fork-efficiency of its iterations)";

@@ -120,9 +120,7 @@ void check_engine_numbers(const ReplayArgs& a) {
        "--restart must be a number of seconds in [0, --round), got " + num(a.restart_s));
   need(std::isfinite(a.consolidation_s) && a.consolidation_s >= 0 && a.consolidation_s < a.round_s,
        "--consolidation must be a number of seconds in [0, --round), got " + num(a.consolidation_s));
-  need(std::isfinite(a.fork_efficiency) && a.fork_efficiency > 0 && a.fork_efficiency <= 1,
-       "--fork-efficiency must be in (0, 1], got " + num(a.fork_efficiency));
-  fork_scaling_arg(a.fork_scaling);
+  fork_model_arg(a.fork_efficiency, a.fork_scaling);
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
        "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
   need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
@@ -209,8 +207,9 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   in.options.round_s = a.round_s;
   in.options.restart_s = a.restart_s;
   in.options.horizon_s = a.horizon_s;
-  in.options.fork_efficiency = a.fork_efficiency;
-  in.options.fork_scaling = fork_scaling_arg(a.fork_scaling);
+  const ForkModel fork = fork_model_arg(a.fork_efficiency, a.fork_scaling);
+  in.options.fork_efficiency = fork.efficiency;
+  in.options.fork_scaling = fork.scaling;
   in.options.consolidation_s = a.consolidation_s;
   in.options.replay_failures = a.replay_failures;
   return in;

@@ -113,8 +113,7 @@ int cmd_run(const std::vector<std::string>& args) {
     throw InputError("--restart must be in [0, 1e6] seconds (got " + num(o.restart_s) + ")");
   if (!(o.prior_per_gpu > 0 && o.prior_per_gpu <= 1e9))
     throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
-  if (!(o.fork_efficiency > 0) || o.fork_efficiency > 1) throw InputError("--fork-efficiency must be in (0, 1]");
-  o.fork_scaling = fork_scaling_arg(fork_scaling);
+  o.fork_scaling = fork_model_arg(o.fork_efficiency, fork_scaling).scaling;
   check_policy_settings(o.policy_settings);
   if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
   const Cluster cluster = load_cluster(nodes);

@@ -166,9 +166,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
                      ") of " + std::to_string(jobs) + " jobs holds no job");
   check_policy_settings(settings);
-  if (!(std::isfinite(fork_efficiency) && fork_efficiency > 0 && fork_efficiency <= 1))
-    throw InputError("--fork-efficiency must be in (0, 1], got " + num(fork_efficiency));
-  const ForkScaling scaling = fork_scaling_arg(fork_scaling);
+  const ForkScaling scaling = fork_model_arg(fork_efficiency, fork_scaling).scaling;
   const std::vector<std::string> names = split_list(policies);
   if (names.empty()) throw InputError("--policy: no policy named");
   for (size_t i = 0; i < names.size(); ++i) {

@@ -56,26 +56,51 @@ void commit_checkpoint(const std::string& ckpt_out, double iterations) {
   }
 }
 
-std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates) {
+namespace {
+
+// What gangs that trained `it` iterations each (the main gang first) are worth.
+double worth(const ForkModel& model, const std::vector<double>& it) {
+  double copies = 0, largest = 0;
+  for (size_t g = 1; g < it.size(); ++g) {
+    copies += it[g];
+    largest = std::max(largest, it[g]);
+  }
+  return fork_worth(model, it[0], copies, largest);
+}
+
+double worth(const ForkModel& model, const std::vector<long long>& it) {
+  return worth(model, std::vector<double>(it.begin(), it.end()));
+}
+
+}  // namespace
+
+std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates,
+                                        const ForkModel& model) {
   if (remaining < 0 || rates.empty())
     throw std::invalid_argument("split_iterations: need remaining >= 0 and at least one gang");
   double floor_rate = 0;
   for (double r : rates)
     if (r > 0 && (floor_rate == 0 || r < floor_rate)) floor_rate = r;
   std::vector<double> w(rates.size());
-  double total = 0;
-  for (size_t g = 0; g < rates.size(); ++g) total += w[g] = rates[g] > 0 ? rates[g] : (floor_rate > 0 ? floor_rate : 1.0);
-  std::vector<long long> out(rates.size(), 0);
+  for (size_t g = 0; g < rates.size(); ++g) w[g] = rates[g] > 0 ? rates[g] : (floor_rate > 0 ? floor_rate : 1.0);
+  // Training time t makes the gangs worth `remaining`: worth is linear in t.
+  const double per_time = worth(model, w);
+  const double t = per_time > 0 ? static_cast<double>(remaining) / per_time : 0;
+  std::vector<double> exact(w.size());
+  double sum = 0;
+  for (size_t g = 0; g < w.size(); ++g) sum += exact[g] = w[g] * t;
+  // The total, by largest remainders (exact when copies count in full).
+  const auto total = static_cast<long long>(std::ceil(sum - 1e-9 * std::max(1.0, sum)));
+  std::vector<long long> out(w.size(), 0);
   std::vector<std::pair<double, size_t>> frac;  // (fractional part, gang)
   long long given = 0;
   for (size_t g = 0; g < w.size(); ++g) {
-    const double exact = static_cast<double>(remaining) * w[g] / total;
-    out[g] = static_cast<long long>(std::floor(exact));
+    out[g] = std::min(total - given, static_cast<long long>(std::floor(exact[g])));
     given += out[g];
-    frac.push_back({exact - std::floor(exact), g});
+    frac.push_back({exact[g] - std::floor(exact[g]), g});
   }
   std::stable_sort(frac.begin(), frac.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t k = 0; given < remaining; ++k, ++given) ++out[frac[k % frac.size()].second];
+  for (size_t k = 0; given < total; ++k, ++given) ++out[frac[k % frac.size()].second];
   // Every gang trains while there is enough: one from the largest share.
   if (remaining >= static_cast<long long>(rates.size()))
     for (long long& x : out)
@@ -83,6 +108,16 @@ std::vector<long long> split_iterations(long long remaining, const std::vector<d
         --*std::max_element(out.begin(), out.end());
         x = 1;
       }
+  // Worth at least `remaining`: round up the gangs rounded down, then (after
+  // the rule above took from the largest) the largest gang, whose iterations
+  // add the most (it sets k).
+  const double need = static_cast<double>(remaining) * (1 - 1e-12);
+  for (size_t k = 0; k < frac.size() && worth(model, out) < need; ++k) {
+    const size_t g = frac[k].second;
+    if (static_cast<double>(out[g]) < exact[g]) out[g] = static_cast<long long>(std::ceil(exact[g]));
+  }
+  while (worth(model, out) < need)
+    *std::max_element(out.begin(), out.end()) += std::max(1LL, static_cast<long long>(need - worth(model, out)));
   return out;
 }
 

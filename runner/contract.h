@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fork.h"
+
 namespace cellsched::runner {
 
 // The last complete `iterations=N` line of a progress file (-1 when none; a
@@ -22,11 +24,18 @@ double read_progress(const std::string& path);
 void commit_checkpoint(const std::string& ckpt_out, double iterations);
 
 // Job tracker: the iterations each gang of a job is launched for in a round.
-// The job's `remaining` iterations are split in proportion to the gangs'
-// expected `rates` (one per gang, the main gang first; a rate <= 0 counts as
-// the smallest positive one, all <= 0 as equal), largest remainders first, so
-// the targets sum to `remaining`; while remaining >= gangs every gang gets at
+// Gangs that all train for the same time run in proportion to their expected
+// `rates` (one per gang, the main gang first; a rate <= 0 counts as the
+// smallest positive one, all <= 0 as equal). The targets are that time's
+// iterations, the time chosen so that what the gangs are worth together
+// (core/fork.h, `model`) is the job's `remaining` iterations: a job whose
+// gangs all reach their targets is done, not short by what its copies'
+// averaging loses. Rounded by largest remainders, then up where needed, so
+// the targets are worth at least `remaining` and exceed it by under one
+// iteration a gang; with copies that count in full (linear, efficiency 1) they
+// sum to `remaining` exactly. While remaining >= gangs every gang gets at
 // least one. Throws std::invalid_argument for remaining < 0 or no gangs.
-std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates);
+std::vector<long long> split_iterations(long long remaining, const std::vector<double>& rates,
+                                        const ForkModel& model = {1.0, ForkScaling::linear});
 
 }  // namespace cellsched::runner

@@ -49,7 +49,7 @@ void Runner::Impl::start(int64_t number, double t0,
       for (const auto& g : gangs) gang_rates.push_back(allocation_throughput(oracle, e.job, cluster, g));
       const auto shares = split_iterations(
           static_cast<long long>(std::max(1.0, std::ceil(e.row.iterations - e.row.iterations_done))),
-          gang_rates);
+          gang_rates, {o.fork_efficiency, o.fork_scaling});
       for (size_t g = 0; g < gangs.size(); ++g) {
         db::OnlineLaunch l;
         l.job_id = jid;

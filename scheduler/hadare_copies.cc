@@ -37,9 +37,8 @@ struct CopyPlacer::Impl {
     const Cluster& cluster = *ctx.cluster;
     // Per job this round: the main gang's rate plus its copies' (raw), and
     // for the noise model the main gang's, the copies' and the largest copy's.
-    std::vector<double>& rate = rate_;
     main_ = main_rate;
-    rate = main_rate;
+    rate_ = main_rate;
     copies_.assign(js.size(), 0);
     largest_.assign(js.size(), 0);
     worth_ = main_;
@@ -79,7 +78,7 @@ struct CopyPlacer::Impl {
     auto top_of = [&](size_t k, int c, bool cut) {
       CopyHeap& h = heaps_[k * per_type + 2 * static_cast<size_t>(c) + (cut ? 1 : 0)];
       if (!h.built) {
-        copy_heap(h.gains, k, c, cut, rate);
+        copy_heap(h.gains, k, c, cut);
         h.top = CopyGain{};
         h.picks = -1;
         h.built = true;
@@ -87,7 +86,7 @@ struct CopyPlacer::Impl {
       if (h.top.job >= 0 && h.picks == picks_[static_cast<size_t>(h.top.job)] &&
           !spent_[static_cast<size_t>(h.top.job)])
         return h.top;
-      h.top = top_copy(h.gains, k, c, rate);
+      h.top = top_copy(h.gains, k, c);
       if (h.top.job >= 0) h.picks = picks_[static_cast<size_t>(h.top.job)];
       return h.top;
     };
@@ -112,14 +111,14 @@ struct CopyPlacer::Impl {
           if (best.job >= 0) only.push_back(static_cast<size_t>(best.job));
           std::sort(only.begin(), only.end());
           only.erase(std::unique(only.begin(), only.end()), only.end());
-          best = best_copy(k, free[n], previous[n], rate, only);
+          best = best_copy(k, free[n], previous[n], only);
         }
         if (best.job < 0) break;  // no active job can use this node
         const auto j = static_cast<size_t>(best.job);
         out[j].copies.push_back({{static_cast<int>(n), best.c}});
         ++picks_[j];
         const double r = copy_rate(j, k, best.c);
-        rate[j] += r;
+        rate_[j] += r;
         copies_[j] += r;
         largest_[j] = std::max(largest_[j], r);
         worth_[j] = fork_worth(ctx.fork, main_[j], copies_[j], largest_[j]);
@@ -142,7 +141,7 @@ struct CopyPlacer::Impl {
       return job > o.job;
     }
   };
-  CopyGain copy_gain(size_t i, size_t k, int idle, const std::vector<double>& rate, bool kept) {
+  CopyGain copy_gain(size_t i, size_t k, int idle, bool kept) {
     const JobState& s = *jobs()[i];
     CopyGain g;
     if (spent_[i] || (*(*rates_)[i].packed)[k] <= 0) return g;
@@ -153,7 +152,7 @@ struct CopyPlacer::Impl {
     const double fresh = std::max(0.0, ctx_->round_s - ctx_->restart_s);
     double useful;
     if (ctx_->fork.scaling == ForkScaling::linear) {
-      useful = std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate[i] * full));
+      useful = std::min(r * (kept ? full : fresh), std::max(0.0, s.remaining - rate_[i] * full));
     } else {
       // What the copy adds to the job's worth (core/fork.h), which falls
       // with each copy it already has.
@@ -183,12 +182,12 @@ struct CopyPlacer::Impl {
   }
   // The jobs whose copy takes c GPUs of a node of type k: those of W = c
   // (cut: false), or those of W > c cut to c (cut: true).
-  void copy_heap(std::vector<CopyGain>& heap, size_t k, int c, bool cut, const std::vector<double>& rate) {
+  void copy_heap(std::vector<CopyGain>& heap, size_t k, int c, bool cut) {
     heap.clear();
     for (size_t i = 0; i < jobs().size(); ++i) {
       const int w = jobs()[i]->job->gpus;
       if (cut ? w <= c : w != c) continue;
-      if (const CopyGain g = copy_gain(i, k, c, rate, false); g.job >= 0) heap.push_back(g);
+      if (const CopyGain g = copy_gain(i, k, c, false); g.job >= 0) heap.push_back(g);
     }
     std::make_heap(heap.begin(), heap.end());
   }
@@ -201,9 +200,9 @@ struct CopyPlacer::Impl {
     bool built = false;
   };
   // The heap's best job, re-valued; job -1 when none can take a copy.
-  CopyGain top_copy(std::vector<CopyGain>& heap, size_t k, int c, const std::vector<double>& rate) {
+  CopyGain top_copy(std::vector<CopyGain>& heap, size_t k, int c) {
     while (!heap.empty()) {
-      const CopyGain now = copy_gain(static_cast<size_t>(heap.front().job), k, c, rate, false);
+      const CopyGain now = copy_gain(static_cast<size_t>(heap.front().job), k, c, false);
       if (now.job >= 0 && now.gain == heap.front().gain) return now;
       std::pop_heap(heap.begin(), heap.end());
       if (now.job < 0) {  // no longer worth a copy this round (it only gets worse)
@@ -222,14 +221,14 @@ struct CopyPlacer::Impl {
   // then to the higher rate, then to the earlier job. job -1: none can run.
   // Only the jobs in `candidates` (ascending indices) are weighed.
   CopyChoice best_copy(size_t k, int idle, const std::vector<std::pair<size_t, int>>& previous,
-                       const std::vector<double>& rate, const std::vector<size_t>& candidates) {
+                       const std::vector<size_t>& candidates) {
     CopyChoice best;
     CopyGain top;
     bool best_kept = false;
     for (const size_t i : candidates) {
       const int c = std::min(jobs()[i]->job->gpus, idle);
       const bool kept = std::find(previous.begin(), previous.end(), std::pair<size_t, int>{i, c}) != previous.end();
-      const CopyGain g = copy_gain(i, k, idle, rate, kept);
+      const CopyGain g = copy_gain(i, k, idle, kept);
       if (g.job < 0) continue;
       const bool better = best.job < 0 || g.gain > top.gain ||
                           (g.gain == top.gain && ((kept && !best_kept) || (kept == best_kept && g.raw > top.raw)));
@@ -247,7 +246,10 @@ struct CopyPlacer::Impl {
   const std::vector<CopyRates>* rates_ = nullptr;
   std::vector<std::vector<std::pair<size_t, int>>> previous_;   // last round's copies per node
   std::vector<size_t> only_;                                    // candidates on a node with them
-  std::vector<double> rate_, main_, copies_, largest_, worth_;  // per job, this round
+  // Per job, this round: rate_ is main_ + copies_ summed in placement order
+  // (the linear model's figure, kept as it was summed so its results stay
+  // bit for bit); the noise model reads main_, copies_, largest_ and worth_.
+  std::vector<double> rate_, main_, copies_, largest_, worth_;
   std::vector<CopyHeap> heaps_;                                 // by (type, c, cut)
   std::vector<long> picks_;                                     // copies each job got this round
   std::vector<int> widths_;                                     // the jobs' gang sizes

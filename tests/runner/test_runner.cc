@@ -637,4 +637,46 @@ TEST(SplitIterations, CopiesTargetsSumToTheRemainder) {
   EXPECT_THROW(split_iterations(5, {}), std::invalid_argument);
 }
 
+// Under the noise model (or a linear one below 1) copies are worth less than
+// their iterations: the targets are set so that the gangs, all at their
+// targets, are worth the job's remainder, and so the job is done then.
+TEST(SplitIterations, TargetsAreWorthTheRemainderWhenCopiesCountLess) {
+  using cellsched::ForkModel;
+  using cellsched::ForkScaling;
+  using cellsched::runner::split_iterations;
+  auto worth = [](const ForkModel& m, const std::vector<long long>& t) {
+    double copies = 0, largest = 0;
+    for (size_t g = 1; g < t.size(); ++g) {
+      copies += static_cast<double>(t[g]);
+      largest = std::max(largest, static_cast<double>(t[g]));
+    }
+    return cellsched::fork_worth(m, static_cast<double>(t[0]), copies, largest);
+  };
+  // By hand: two equal gangs at e = 0.5 are worth 1.5 gangs, so 1,000
+  // iterations take 666.7 each; 667 + 667 are worth 1,000.5.
+  const ForkModel noise{0.5, ForkScaling::noise};
+  EXPECT_EQ(split_iterations(1000, {10, 10}, noise), (std::vector<long long>{667, 667}));
+  // Linear at 0.3: 30 t + 0.3 x 10 t = 500, t = 15.15: 455 and 152.
+  EXPECT_EQ(split_iterations(500, {30, 10}, {0.3, ForkScaling::linear}), (std::vector<long long>{455, 152}));
+  const std::vector<std::vector<double>> cases = {
+      {10}, {10, 10}, {10, 10, 10}, {30, 10, 0}, {1, 2, 3, 4}, {0, 0}, {5, 5, 5, 5, 5, 5, 5}, {1, 40}};
+  for (const ForkModel& m : {noise, ForkModel{0.05, ForkScaling::noise}, ForkModel{0.3, ForkScaling::linear},
+                             ForkModel{1.0, ForkScaling::noise}})
+    for (const auto& rates : cases)
+      for (long long remaining : {0LL, 1LL, 2LL, 7LL, 10LL, 1001LL, 123456789LL}) {
+        const auto t = split_iterations(remaining, rates, m);
+        ASSERT_EQ(t.size(), rates.size());
+        const double w = worth(m, t);
+        EXPECT_GE(w, static_cast<double>(remaining) * (1 - 1e-12)) << rates.size() << " gangs, " << remaining;
+        // Not more than rounding up: one iteration a gang, at what the
+        // largest gang's iteration is worth (under 1 + phi).
+        const double phi = m.efficiency < 1 ? 2 * m.efficiency / (1 - m.efficiency) : 0;
+        EXPECT_LE(w, static_cast<double>(remaining) + static_cast<double>(rates.size()) * (2 + phi))
+            << rates.size() << " gangs, " << remaining;
+        if (remaining >= static_cast<long long>(rates.size())) {
+          for (long long x : t) EXPECT_GE(x, 1);
+        }
+      }
+}
+
 }  // namespace
