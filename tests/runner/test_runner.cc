@@ -581,6 +581,52 @@ TEST(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
   fs::remove_all(d);
 }
 
+// The job tracker's targets reach the trainers: two equal gangs of a job
+// with 1,000 iterations left, under the noise model at e = 0.5, are each
+// launched for 667 (worth 1,000.5 together), and for 500 with copies that
+// count in full.
+TEST(RunnerInvariant, ForkedGangsAreLaunchedForWhatMakesThemWorthTheRemainder) {
+  using namespace cellsched;
+  for (const auto& [model, want] : {std::pair{ForkModel{0.5, ForkScaling::noise}, "667"},
+                                    std::pair{ForkModel{1.0, ForkScaling::linear}, "500"}}) {
+    const fs::path d = cellsched::testing::fresh_test_dir("cellsched-targets");
+    auto store = db::OnlineStore::open((d / "state.db").string());
+    db::OnlineJob row;
+    row.iterations = 1000;
+    row.command = {"/bin/sh", "-c", "echo $CELLSCHED_ITERATIONS > \"$CELLSCHED_PROGRESS.target\""};
+    const int64_t id = store.submit(row);
+    Cluster cluster;
+    cluster.nodes.push_back(Node{});
+    cluster.nodes[0].name = "n";
+    cluster.nodes[0].gpu_type = "v100";
+    cluster.nodes[0].gpus = 2;
+    const auto executor = runner::make_executor({});
+    runner::RunnerOptions o;
+    o.work_dir = (d / "work").string();
+    o.fork_efficiency = model.efficiency;
+    o.fork_scaling = model.scaling;
+    runner::Runner::Impl impl(store, cluster, *executor, nullptr, nullptr, o);
+    impl.refresh_jobs();
+    ASSERT_EQ(impl.jobs.count(id), 1u);
+    const std::vector<Placement> one = {Placement{0, 1}};
+    impl.start(1, 0, {{id, {one, one}}});
+    ASSERT_EQ(impl.launches.size(), 2u);
+    std::vector<std::string> paths;
+    for (const auto& [lid, l] : impl.launches) paths.push_back(l.progress + ".target");
+    for (const std::string& f : paths) {
+      for (int i = 0; i < 200 && slurp(f).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::string got = slurp(f);
+      while (!got.empty() && got.back() == '\n') got.pop_back();
+      EXPECT_EQ(got, want) << f;
+    }
+    // The supervisors are done once they have written their exit files.
+    for (const auto& [lid, l] : impl.launches)
+      for (int i = 0; i < 200 && !fs::exists(impl.exit_file(l, 0)); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fs::remove_all(d);
+  }
+}
+
 // The runner's half of the checkpoint commit, on hand-made files.
 TEST(CommitCheckpoint, RenamesTheCommittedTemporaryAndRemovesTheRest) {
   using cellsched::runner::commit_checkpoint;
