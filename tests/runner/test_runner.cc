@@ -551,6 +551,16 @@ print(len(rows))
   EXPECT_GE(std::atoi(slurp(dir_ / "check.out").c_str()), 1);
 }
 
+// One node "n" of `gpus` V100s, for the runner's internals.
+cellsched::Cluster one_v100_node(int gpus) {
+  cellsched::Cluster cluster;
+  cluster.nodes.push_back(cellsched::Node{});
+  cluster.nodes[0].name = "n";
+  cluster.nodes[0].gpu_type = "v100";
+  cluster.nodes[0].gpus = gpus;
+  return cluster;
+}
+
 // The invariant behind the old `map::at` crash, deterministically: start()
 // is handed a plan for a job that settle_jobs() has just closed (no longer
 // in `jobs`) and for one already at its target; it starts neither.
@@ -562,11 +572,7 @@ TEST(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
   row.iterations = 10;
   row.command = {"/bin/true"};
   const int64_t id = store.submit(row);
-  Cluster cluster;
-  cluster.nodes.push_back(Node{});
-  cluster.nodes[0].name = "n";
-  cluster.nodes[0].gpu_type = "v100";
-  cluster.nodes[0].gpus = 2;
+  const Cluster cluster = one_v100_node(2);
   const auto executor = runner::make_executor({});
   runner::RunnerOptions o;
   o.work_dir = (d / "work").string();
@@ -595,11 +601,7 @@ TEST(RunnerInvariant, ForkedGangsAreLaunchedForWhatMakesThemWorthTheRemainder) {
     row.iterations = 1000;
     row.command = {"/bin/sh", "-c", "echo $CELLSCHED_ITERATIONS > \"$CELLSCHED_PROGRESS.target\""};
     const int64_t id = store.submit(row);
-    Cluster cluster;
-    cluster.nodes.push_back(Node{});
-    cluster.nodes[0].name = "n";
-    cluster.nodes[0].gpu_type = "v100";
-    cluster.nodes[0].gpus = 2;
+    const Cluster cluster = one_v100_node(2);
     const auto executor = runner::make_executor({});
     runner::RunnerOptions o;
     o.work_dir = (d / "work").string();
