@@ -20,6 +20,16 @@ double fork_worth(const ForkModel& model, double main, double copies, double lar
   return total * (phi + 1) / (phi + k);
 }
 
+double fork_worth(const ForkModel& model, const std::vector<double>& gangs) {
+  if (gangs.empty()) return 0;
+  double copies = 0, largest = 0;
+  for (size_t g = 1; g < gangs.size(); ++g) {
+    copies += gangs[g];
+    largest = std::max(largest, gangs[g]);
+  }
+  return fork_worth(model, gangs[0], copies, largest);
+}
+
 double fork_efficiency_from(int k, double eff_k) {
   if (k < 2 || !(eff_k > 0)) throw std::invalid_argument("fork_efficiency_from: need k >= 2 and eff_k > 0");
   if (eff_k >= 1) return 1;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/job.h"
 
@@ -29,6 +30,10 @@ struct ForkModel {
 // copy trained. The noise model measures k from the largest gang (the job's
 // own, or the largest copy); the linear one counts main + e x copies.
 double fork_worth(const ForkModel& model, double main, double copies, double largest);
+
+// The same for gangs given one by one: `gangs[0]` the main gang's
+// iterations, the rest each copy's (empty: 0).
+double fork_worth(const ForkModel& model, const std::vector<double>& gangs);
 
 // The noise model's first-copy efficiency e that gives k gangs the measured
 // efficiency eff_k (iterations to target of one gang / of the k gangs

@@ -58,18 +58,8 @@ void commit_checkpoint(const std::string& ckpt_out, double iterations) {
 
 namespace {
 
-// What gangs that trained `it` iterations each (the main gang first) are worth.
-double worth(const ForkModel& model, const std::vector<double>& it) {
-  double copies = 0, largest = 0;
-  for (size_t g = 1; g < it.size(); ++g) {
-    copies += it[g];
-    largest = std::max(largest, it[g]);
-  }
-  return fork_worth(model, it[0], copies, largest);
-}
-
 double worth(const ForkModel& model, const std::vector<long long>& it) {
-  return worth(model, std::vector<double>(it.begin(), it.end()));
+  return fork_worth(model, std::vector<double>(it.begin(), it.end()));
 }
 
 }  // namespace
@@ -84,7 +74,7 @@ std::vector<long long> split_iterations(long long remaining, const std::vector<d
   std::vector<double> w(rates.size());
   for (size_t g = 0; g < rates.size(); ++g) w[g] = rates[g] > 0 ? rates[g] : (floor_rate > 0 ? floor_rate : 1.0);
   // Training time t makes the gangs worth `remaining`: worth is linear in t.
-  const double per_time = worth(model, w);
+  const double per_time = fork_worth(model, w);
   const double t = per_time > 0 ? static_cast<double>(remaining) / per_time : 0;
   std::vector<double> exact(w.size());
   double sum = 0;

@@ -274,14 +274,10 @@ RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputO
       }
       for (const auto& copy : a.copies) add_gang(copy);
       if (fresh_rates && gangs.size() > 1) {
-        double copies = 0, largest = 0;
-        for (size_t g = 1; g < rates.size(); ++g) {
-          copies += rates[g];
-          largest = std::max(largest, rates[g]);
-        }
+        const double copies = std::accumulate(rates.begin() + 1, rates.end(), 0.0);
         // The linear model's share is its efficiency exactly (the same
         // figures, to the bit, as before the noise model).
-        const double worth = fork_worth(fork, rates[0], copies, largest);
+        const double worth = fork_worth(fork, rates);
         const double share = fork.scaling == ForkScaling::linear ? fork.efficiency
                              : copies > 0                         ? std::max(0.0, worth - rates[0]) / copies
                                                                   : 0.0;

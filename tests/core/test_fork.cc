@@ -37,6 +37,11 @@ TEST(Fork, NoiseModelMeasuresKFromTheLargestGang) {
   // A copy faster than the job's own gang leads: total 25, k = 1.25.
   EXPECT_DOUBLE_EQ(fork_worth(kHalf, 5, 20, 20), 25 * 3 / 3.25);
   EXPECT_DOUBLE_EQ(fork_worth(kHalf, 0, 0, 0), 0);
+  // Gangs one by one, the main gang first: the same figures.
+  EXPECT_DOUBLE_EQ(fork_worth(kHalf, std::vector<double>{0, 10, 10}), 15);
+  EXPECT_DOUBLE_EQ(fork_worth(kHalf, std::vector<double>{5, 20}), 25 * 3 / 3.25);
+  EXPECT_DOUBLE_EQ(fork_worth(kHalf, std::vector<double>{10}), 10);
+  EXPECT_DOUBLE_EQ(fork_worth(kHalf, std::vector<double>{}), 0);
 }
 
 TEST(Fork, PerfectCopiesAndTheLinearModelCountEveryIteration) {

@@ -693,12 +693,7 @@ TEST(SplitIterations, TargetsAreWorthTheRemainderWhenCopiesCountLess) {
   using cellsched::ForkScaling;
   using cellsched::runner::split_iterations;
   auto worth = [](const ForkModel& m, const std::vector<long long>& t) {
-    double copies = 0, largest = 0;
-    for (size_t g = 1; g < t.size(); ++g) {
-      copies += static_cast<double>(t[g]);
-      largest = std::max(largest, static_cast<double>(t[g]));
-    }
-    return cellsched::fork_worth(m, static_cast<double>(t[0]), copies, largest);
+    return cellsched::fork_worth(m, std::vector<double>(t.begin(), t.end()));
   };
   // By hand: two equal gangs at e = 0.5 are worth 1.5 gangs, so 1,000
   // iterations take 666.7 each; 667 + 667 are worth 1,000.5.
