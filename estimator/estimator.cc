@@ -1,6 +1,7 @@
 #include "estimator/estimator.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -447,7 +448,7 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
       const int last = sp.first_layer + sp.num_layers - 1;
       st.network_send = host_of(last_gpu) != host_of(last_gpu + 1);
       const double bytes = cm.model().layers[static_cast<size_t>(last)].activation_bytes_per_sample * m;
-      st.send_ms = 2 * cm.collective_ms("send_recv", 2, st.network_send, bytes);
+      st.send_ms = cm.collective_ms("send_recv", 2, st.network_send, bytes);
       c[static_cast<size_t>(j)] = st.send_ms;
     }
     st.network_grad_sync = sp.dp > 1 && stage_network;
@@ -471,7 +472,11 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     e.sync_ms = std::max(e.sync_ms, st.grad_sync_ms + st.optimizer_ms);
   }
   e.pipeline_compute_ms = pipeline_form(s, B);
-  e.pipeline_comm_ms = c.empty() ? 0 : pipeline_form(c, B);
+  // On the critical path: each micro-batch's hand-off into the slowest
+  // boundary, the first one's through every boundary (the fill), and the last
+  // one's gradients back through every boundary (the drain); the other
+  // gradients go back while the later stage works on the next micro-batch.
+  e.pipeline_comm_ms = c.empty() ? 0 : pipeline_form(c, B) + std::accumulate(c.begin(), c.end(), 0.0);
   e.iteration_ms = e.pipeline_compute_ms + e.pipeline_comm_ms + e.sync_ms;
   e.samples_per_s = plan.global_batch() / (e.iteration_ms / 1000.0);
   if (e.memory_bytes > e.memory_capacity_bytes) {

@@ -80,7 +80,7 @@ struct StageEstimate {
   double replica_micro_batch = 0;    // samples per micro-batch per replica
   double fwd_ms = 0, bwd_ms = 0;     // compute, one micro-batch
   double tp_comm_ms = 0;             // tensor-parallel all-reduces, one micro-batch (fwd + bwd)
-  double send_ms = 0;                // activations out + gradients back, one micro-batch (0 for the last)
+  double send_ms = 0;                // one hand-off to the next stage (activations out, or their gradients back), one micro-batch (0 for the last)
   double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients, the part not hidden by backward
   double grad_sync_total_ms = 0;     // the whole all-reduce (overlapped or not)
   double optimizer_ms = 0;            // the step, and zeroing the gradients where they are kept

@@ -1,14 +1,18 @@
 // Collectives on CPUs: Gloo through LibTorch's c10d (ProcessGroupGloo over
 // TCP on loopback, FileStore rendezvous). Gloo has no reduce-scatter, so it
 // is emulated as all-reduce + taking this rank's slice; all-to-all uses
-// alltoall_base; send/recv is a ring (send to rank+1, receive from rank-1).
+// alltoall_base; send/recv is a ring (send to rank+1, receive from rank-1),
+// timed while a thread keeps each rank's CPU busy, as the stages' compute
+// does when a pipeline hands activations on (docs/profiler.md).
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
+#include <optional>
 
 #include "profiler/backends.h"
+#include "profiler/busy_cpu.h"
 
 namespace cellsched::profiler::detail {
 namespace {
@@ -48,6 +52,8 @@ class GlooCommunicator : public Communicator {
   }
 
   double run_us() override {
+    std::optional<BusyCpu> busy;
+    if (coll_ == "send_recv") busy.emplace();
     const auto t0 = std::chrono::steady_clock::now();
     if (coll_ == "all_reduce") {
       std::vector<at::Tensor> t = {full_};
@@ -73,7 +79,9 @@ class GlooCommunicator : public Communicator {
         recv->wait();
       }
     }
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    busy.reset();
+    return us;
   }
 
   void barrier() override { pg_->barrier()->wait(); }

@@ -69,14 +69,16 @@ TEST(Estimator, TwoStagePipelineByHand) {
   EXPECT_DOUBLE_EQ(e.stages[0].bwd_ms, 8);
   EXPECT_NEAR(e.stages[0].accumulate_ms, 9e-5, 1e-15);
   EXPECT_NEAR(e.pipeline_compute_ms, 60 + 5 * 9e-5, 1e-12);
-  // Activations of 2 x 100 B: send_recv(200 B) = 5 + 45 x 100/900 = 10 us, out and back.
-  EXPECT_NEAR(e.stages[0].send_ms, 0.020, 1e-12);
+  // Activations of 2 x 100 B: send_recv(200 B) = 5 + 45 x 100/900 = 10 us a
+  // hand-off. On the critical path: the 4 micro-batches' activations into
+  // stage 1 ((B - 1) x 10 + 10) and the last one's gradients back (10).
+  EXPECT_NEAR(e.stages[0].send_ms, 0.010, 1e-12);
   EXPECT_DOUBLE_EQ(e.stages[1].send_ms, 0);
-  EXPECT_NEAR(e.pipeline_comm_ms, 0.020 * 3 + 0.020, 1e-12);
+  EXPECT_NEAR(e.pipeline_comm_ms, 0.010 * 3 + 0.010 + 0.010, 1e-12);
   // SGD step: 2000 params x 12 B / 200 GB/s (catalogue cpu) = 1.2e-4 ms.
   EXPECT_NEAR(e.sync_ms, 1.2e-4, 1e-12);
-  EXPECT_NEAR(e.iteration_ms, 60.08012 + 5 * 9e-5, 1e-9);
-  EXPECT_NEAR(e.samples_per_s, 8 / (0.06008012 + 5 * 9e-8), 1e-6);
+  EXPECT_NEAR(e.iteration_ms, 60.05012 + 5 * 9e-5, 1e-9);
+  EXPECT_NEAR(e.samples_per_s, 8 / (0.06005012 + 5 * 9e-8), 1e-6);
   // Memory: 8000 B weights + 8000 grads + saved 2 layers x 200 B x 2 samples x in-flight
   // (stage 0 holds min(B, S) = 2, stage 1 holds 1) + 2 x the largest activation (200 B).
   EXPECT_DOUBLE_EQ(e.stages[0].memory_bytes, 8000 + 8000 + 1600 + 400);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "profiler/backends.h"
+#include "profiler/busy_cpu.h"
 #include "profiler/comm.h"
 #include "profiler/compute.h"
 #include "profiler/cupti_records.h"
@@ -251,6 +252,19 @@ KernelRecord kernel(uint64_t start, uint64_t end, uint32_t corr) {
   k.correlation_id = corr;
   k.name = "k" + std::to_string(corr);
   return k;
+}
+
+TEST(Comm, BusyCpuSpinsUntilStoppedAndOnlyThen) {
+  // The CPU send_recv is timed while each rank's CPU is kept busy, as a
+  // pipeline stage's compute keeps it (gloo_comm.cc).
+  cellsched::profiler::BusyCpu busy;
+  while (busy.spins() < 1000) std::this_thread::yield();
+  busy.stop();
+  const long long after = busy.spins();
+  EXPECT_GE(after, 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(busy.spins(), after);
+  busy.stop();  // twice is fine
 }
 
 TEST(Cupti, KernelsAreSummedPerRegionWithoutDoubleCountingOverlap) {
