@@ -75,6 +75,8 @@ int cmd_scavenge(const std::vector<std::string>& args) {
       ("interval", po::value(&o.interval_s)->default_value(2, "2"), "seconds between looks at the cluster")
       ("grace", po::value(&o.grace_s)->default_value(10, "10"), "seconds a job has to checkpoint and leave; also the margin before a reservation")
       ("horizon", po::value(&o.horizon_s)->default_value(3600, "3600"), "time limit (s) where no waiting job has reserved the idle nodes")
+      ("plan-margin", po::value(&o.plan_margin_s)->default_value(60, "60"),
+       "seconds kept free before a reservation beyond --grace: Slurm's backfill plans in bf_resolution steps (60 s by default)")
       ("launch-timeout", po::value(&o.launch_timeout_s)->default_value(60, "60"), "cancel a launch Slurm has not started after this many seconds")
       ("duration", po::value(&o.duration_s)->default_value(-1, "-1"), "stop after this many seconds (-1: when every job is done)")
       ("partition", po::value(&o.partition), "only this partition")
@@ -86,6 +88,7 @@ int cmd_scavenge(const std::vector<std::string>& args) {
   check_flag_range("interval", o.interval_s, 0.1, 3600);
   check_flag_range("grace", o.grace_s, 0, 3600);
   check_flag_range("horizon", o.horizon_s, 60, 1e7);
+  check_flag_range("plan-margin", o.plan_margin_s, 0, 3600);
   check_flag_range("launch-timeout", o.launch_timeout_s, 1, 86400);
   if (o.duration_s != -1) check_flag_range("duration", o.duration_s, 0, 1e9);
   const std::vector<runner::ScavengeJob> jobs = load_scavenge_jobs(jobs_path);

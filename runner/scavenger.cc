@@ -311,7 +311,7 @@ void Scavenger::look(double now) {
   // at any moment: wait for the backfill scheduler's plan.
   if (head && head->start_s <= 0) return;
   double window = o_.horizon_s;
-  if (head) window = std::min(window, head->start_s - now - o_.grace_s);
+  if (head) window = std::min(window, head->start_s - now - o_.grace_s - o_.plan_margin_s);
   if (window < 60) return;  // Slurm's time limits are whole minutes
   std::vector<size_t> waiting;
   std::vector<AllocJob> alloc;

@@ -48,6 +48,12 @@ struct ScavengeOptions {
   double grace_s = 10;            // SIGTERM to exit, and the margin before a reservation
   double horizon_s = 3600;        // the time limit where no waiting job has reserved the idle nodes
   double launch_timeout_s = 60;   // a launch Slurm has not started by then is cancelled
+  // Kept free before a reservation on top of the grace period. Slurm's
+  // backfill scheduler plans in bf_resolution steps (60 s unless
+  // SchedulerParameters says otherwise) from when its cycle runs, not from
+  // when we asked: a launch whose time limit ends within that of the
+  // reservation may never be started (CI, 2026-12-04: cancelled unstarted).
+  double plan_margin_s = 60;
   double duration_s = -1;         // stop after (< 0: until every job is done)
   // Put before the command on every node (it sets RANK, WORLD_SIZE and
   // LOCAL_RANK from Slurm's task ids); empty: the command runs as is.

@@ -69,6 +69,52 @@ TEST(ScavengeJobs, MaxNodesOverTheFileAreBoundedAndTheLineNamed) {
   fs::remove_all(dir);
 }
 
+// Slurm's backfill plans in bf_resolution steps (60 s by default) from when
+// its cycle runs: a launch whose limit ends a few seconds before the waiting
+// job's reservation was never started (CI, 2026-12-04). With fake clients (a
+// job waiting for 2 nodes, planned `lead` seconds ahead; one node idle), the
+// scavenger launches only where the window less grace and plan margin holds
+// a whole minute.
+std::string srun_calls_with_reservation_ahead(int lead_s) {
+  const fs::path dir = cellsched::testing::fresh_test_dir("cellsched-scav-margin");
+  const auto script = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir / name) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(dir / name, fs::perms::owner_all);
+    return (dir / name).string();
+  };
+  ScavengeOptions o;
+  o.state_dir = (dir / "state").string();
+  o.interval_s = 0.2;
+  o.duration_s = 2;  // a few looks, so one slow under load still launches
+  o.grace_s = 10;
+  o.plan_margin_s = 60;
+  o.sinfo = script("sinfo", "printf 'node1|idle\\nnode2|allocated\\n'");
+  o.squeue = script("squeue", "printf '7|wrap|PENDING|2|%s|Resources\\n' \"$(date -d @$(( $(date +%s) + " +
+                                  std::to_string(lead_s) + " )) +%Y-%m-%dT%H:%M:%S)\"");
+  o.srun = script("srun", "echo \"$@\" >> " + (dir / "srun.log").string());
+  o.scancel = script("scancel", "true");
+  ScavengeJob j;
+  j.name = "hpo";
+  j.iterations = 100;
+  j.max_nodes = 1;
+  j.curve = cellsched::amdahl_curve(1, 0.1, 1);
+  j.command = {"/bin/true"};
+  scavenge({j}, o);
+  const std::string calls = fs::exists(dir / "srun.log") ? slurp(dir / "srun.log") : "";
+  fs::remove_all(dir);
+  return calls;
+}
+
+TEST(Scavenger, LeavesThePlanMarginBeforeAReservation) {
+  // 100 s ahead: 100 - 10 - 60 = 30 s, under a minute: nothing launched
+  // (without the margin: a 1-minute launch ending 10 s before the reservation).
+  EXPECT_EQ(srun_calls_with_reservation_ahead(100), "");
+  // 140 s ahead: 70 s, one whole minute.
+  const std::string calls = srun_calls_with_reservation_ahead(140);
+  EXPECT_NE(calls.find("--time=1 "), std::string::npos) << calls;
+  EXPECT_NE(calls.find("--nodelist=node1"), std::string::npos) << calls;
+}
+
 std::string field(const std::string& text, const std::string& key) {
   const auto p = text.find(key + "=");
   if (p == std::string::npos) return "";
@@ -117,14 +163,16 @@ TEST(Scavenger, FillsAHoleAndLeavesWhenTheNodeIsClaimed) {
   }
   setenv("SLURM_CONF", (state_dir / "etc/slurm.conf").c_str(), 1);
 
-  // The primary workload: A holds 3 nodes for 60 s (it asked for 3 min); B
+  // The primary workload: A holds 3 nodes for 60 s (it asked for 4 min); B
   // needs all 4 and is reserved at A's time limit, so node4 is a hole. The
   // scavenger launches only once the backfill scheduler has planned B's start,
   // which on a loaded machine took most of a 15 s A (CI, 2026-12-03: the hole
   // was never used), hence 30 s; and in CI's sanitizer build on 2026-12-03 even
   // most of a 30 s A (one launch, after B, no claim), hence 60 s, and a job
   // (4,800 iterations, about 96 s on one node) that outlasts A in the hole.
-  const std::string a = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N3", "-t", "3", "-o", "/dev/null", "--wrap", "sleep 60"}));
+  // A's 4 min leave the launch at least a minute past the scavenger's plan
+  // margin (60 s) however late the plan comes while A runs.
+  const std::string a = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N3", "-t", "4", "-o", "/dev/null", "--wrap", "sleep 60"}));
   for (int i = 0; i < 100 && trim(run(dir, {"squeue", "-h", "-j", a, "-o", "%T"})) != "RUNNING"; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::string b = trim(run(dir, {"sbatch", "--parsable", "--exclusive", "-N4", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3"}));
