@@ -15,6 +15,7 @@
 #include "runner/executor.h"
 #include "runner/learned_oracle.h"
 #include "runner/process.h"
+#include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
 using namespace cellsched;
@@ -22,12 +23,7 @@ using namespace cellsched::runner;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using cellsched::testing::slurp;
 
 // Runs argv (no shell) and returns its stdout.
 std::string capture(const std::vector<std::string>& args) {
@@ -184,9 +180,8 @@ TEST(SshExecutor, RunsJobsThroughTheClientWithQuotedArguments) {
   // A stand-in for the OpenSSH client: skips its options and the host and
   // gives the remote command line to a shell, as sshd would.
   const fs::path fake = r.dir / "fake-ssh";
-  std::ofstream(fake) << "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/ssh-calls\"\n"
-                         "while [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec /bin/sh -c \"$1\"\n";
-  fs::permissions(fake, fs::perms::owner_all);
+  cellsched::testing::write_executable(fake, "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/ssh-calls\"\n"
+                                             "while [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec /bin/sh -c \"$1\"\n");
   std::ofstream(r.nodes) << "nodes:\n  - {name: remote1, address: host-a, gpu_type: v100, gpus: 2}\n";
   ASSERT_EQ(r.cli({"submit", "--db", r.db, "--iterations", "5", "--", kTrainer, "$(touch pwned)", "x;y"}), 0);
   setenv("TRAINER_ARGS", (r.dir / "args").c_str(), 1);

@@ -78,8 +78,7 @@ TEST(ScavengeJobs, MaxNodesOverTheFileAreBoundedAndTheLineNamed) {
 std::string srun_calls_with_reservation_ahead(int lead_s) {
   const fs::path dir = cellsched::testing::fresh_test_dir("cellsched-scav-margin");
   const auto script = [&](const std::string& name, const std::string& body) {
-    std::ofstream(dir / name) << "#!/bin/sh\n" << body << "\n";
-    fs::permissions(dir / name, fs::perms::owner_all);
+    cellsched::testing::write_executable(dir / name, "#!/bin/sh\n" + body + "\n");
     return (dir / name).string();
   };
   ScavengeOptions o;
@@ -107,7 +106,7 @@ std::string srun_calls_with_reservation_ahead(int lead_s) {
 
 TEST(Scavenger, LeavesThePlanMarginBeforeAReservation) {
   // 100 s ahead: 100 - 10 - 60 = 30 s, under a minute: nothing launched
-  // (without the margin: a 1-minute launch ending 10 s before the reservation).
+  // (without the margin: 90 s, a 1-minute launch ending 40 s before the reservation).
   EXPECT_EQ(srun_calls_with_reservation_ahead(100), "");
   // 140 s ahead: 70 s, one whole minute.
   const std::string calls = srun_calls_with_reservation_ahead(140);

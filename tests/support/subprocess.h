@@ -30,6 +30,13 @@ inline std::string slurp(const fs::path& p) {
   return s.str();
 }
 
+// Writes `script` (a whole file, "#!/bin/sh" line included) to `p` and makes
+// it executable by its owner: a stand-in for a client (ssh, srun, squeue).
+inline void write_executable(const fs::path& p, const std::string& script) {
+  std::ofstream(p) << script;
+  fs::permissions(p, fs::perms::owner_all);
+}
+
 // A fresh directory for the running test: <tmp>/<prefix>-<pid>-<test name>.
 inline fs::path fresh_test_dir(const std::string& prefix) {
   const fs::path d = fs::temp_directory_path() /
