@@ -147,7 +147,7 @@ struct Settings {
   std::string model_name, db_path;
   int iterations = 7, warmup = 2, threads = 1, reps = 15, trials = 3, passes = 3;
   int64_t profile_id = 0, comm_id = 0;
-  bool colocation_probe = false;
+  bool colocation_probe = true;
 };
 
 // The co-location probe's step: the whole model, 2 micro-batches of 2.
@@ -293,7 +293,11 @@ json spread_json(const validate::Spread& sp) {
 }
 
 // One row of the report: measured (median over trials, with spread) against the estimate.
-json report_row(const Config& c, const std::vector<Trial>& trials, const estimator::Estimate& e) {
+// `alone` is the same estimate with no co-location factor (the processes
+// priced at the single-process profile's speed), reported beside it so each
+// run shows what the probe changed.
+json report_row(const Config& c, const std::vector<Trial>& trials, const estimator::Estimate& e,
+                const estimator::Estimate& alone) {
   std::vector<double> it, comp, sync, step, wait;
   for (const Trial& t : trials) {
     it.push_back(t.iteration_ms);
@@ -313,6 +317,8 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
           {"trial_ms", it},
           {"estimated_ms", e.iteration_ms},
           {"error_pct", err},
+          {"estimated_ms_without_colocation", alone.iteration_ms},
+          {"error_pct_without_colocation", (alone.iteration_ms - sp.median) / sp.median * 100},
           {"within_spread", e.iteration_ms >= sp.min && e.iteration_ms <= sp.max},
           {"basis", estimator::basis_name(e.basis)},
           {"param_checksums", trials.back().checksums},
@@ -367,9 +373,10 @@ int cmd_validate(const std::vector<std::string>& args) {
        "interleaved profiling passes the repetitions are spread over (see profile --passes)")
       ("configs", po::value(&config_list)->default_value("single,dp,pp"), "which configurations to run: single, dp, pp")
       ("colocation-probe",
-       "also run the step alone and as two processes at once, each round, and scale the multi-process rows' "
-       "compute estimates by how much slower the pair ran (off by default: about x1.00 on an idle 2-CPU VM, "
-       "and a noisy probe moves every multi-process estimate)")
+       "each round, also run the step alone and as two processes at once, and scale the multi-process rows' "
+       "compute estimates by how much slower the pair ran (the default)")
+      ("no-colocation-probe", "do not run the co-location probe: the multi-process rows are priced at the "
+       "single-process profile's speed")
       ("out", po::value(&out_md), "also write the table as Markdown to this file")
       ("json", "print JSON");
   po::variables_map vm;
@@ -380,7 +387,9 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
                      "sensible), --warmup >= 0");
   const std::vector<Config> configs = chosen_configs(config_list);
-  s.colocation_probe = vm.count("colocation-probe") > 0;
+  if (vm.count("colocation-probe") && vm.count("no-colocation-probe"))
+    throw InputError("--colocation-probe and --no-colocation-probe contradict each other");
+  s.colocation_probe = vm.count("no-colocation-probe") == 0;
   const ModelSpec model = load_model(s.model_name);
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
@@ -408,12 +417,15 @@ int cmd_validate(const std::vector<std::string>& args) {
   eo.memory_fraction = 1;
   eo.colocated_compute_factor = validate::colocation_factor(rounds.alone_ms(), rounds.together_ms());
   const estimator::CostModel cost(model, "cpu", sel.compute, sel.comm ? &*sel.comm : nullptr, eo);
+  estimator::Options eo_alone = eo;
+  eo_alone.colocated_compute_factor = 1;
+  const estimator::CostModel cost_alone(model, "cpu", sel.compute, sel.comm ? &*sel.comm : nullptr, eo_alone);
 
   host.end = validate::read_cpu_clock();
   const validate::HostVerdict verdict = validate::judge_host(host);
 
   json rows = json::array();
-  std::vector<double> errs;
+  std::vector<double> errs, errs_alone;
   int within = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];
@@ -423,8 +435,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     plan.micro_batch_size = c.micro_batch_size;
     if (c.mode == "pp") plan.stages = {{0, L / 2, 1, 1}, {L / 2, L - L / 2, 1, 1}};
     else plan.stages = {{0, L, c.world, 1}};
-    rows.push_back(report_row(c, trials[i], estimator::estimate(cost, cell, plan)));
+    rows.push_back(report_row(c, trials[i], estimator::estimate(cost, cell, plan),
+                              estimator::estimate(cost_alone, cell, plan)));
     errs.push_back(std::abs(rows.back()["error_pct"].get<double>()));
+    errs_alone.push_back(std::abs(rows.back()["error_pct_without_colocation"].get<double>()));
     within += rows.back()["within_spread"].get<bool>() ? 1 : 0;
   }
   const json report = {
@@ -445,7 +459,9 @@ int cmd_validate(const std::vector<std::string>& args) {
         {"micro_batch_size", kProbeMicroBatchSize},
         {"alone_ms", rounds.alone_ms()},
         {"together_ms", rounds.together_ms()},
-        {"factor", eo.colocated_compute_factor}}},
+        {"factor", eo.colocated_compute_factor},
+        {"median_abs_error_pct_without", median_of(errs_alone)},
+        {"worst_abs_error_pct_without", *std::max_element(errs_alone.begin(), errs_alone.end())}}},
       {"profile_layers", validate_profile_layers_json(sel.compute)},
       {"host", validate_host_json(host, verdict)},
       {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};

@@ -59,7 +59,9 @@ void print_validate_text(std::ostream& out, const json& r) {
   if (co["probe"].get<bool>())
     out << "co-location: two processes at once ran x" << fixed(co["factor"], 3)
         << " the time of one alone (median of " << co["alone_ms"].size()
-        << " probe trials); the multi-process rows' compute estimates include it\n";
+        << " probe trials); the multi-process rows' compute estimates include it (without it: median |error| "
+        << fixed(co["median_abs_error_pct_without"], 1) << "%, worst " << fixed(co["worst_abs_error_pct_without"], 1)
+        << "%)\n";
   const auto& h = r["host"];
   out << "host: " << (h["busy"].get<bool>() ? "BUSY" : "idle") << " (others took "
       << fixed(100 * h["others_cpu_share"].get<double>(), 1) << "% of the CPU time, calibration spread x"
@@ -89,7 +91,10 @@ void write_validate_markdown(const std::string& path, const json& r) {
       << fixed(row["measured_breakdown_ms"]["waiting_for_slower_rank"], 1) << " | " << pair(row, "optimizer") << " |\n";
   f << "\nmedian |error| " << fixed(r["median_abs_error_pct"], 1) << "%, worst " << fixed(r["worst_abs_error_pct"], 1)
     << "%";
-  if (r["colocation"]["probe"].get<bool>()) f << "; co-location factor " << fixed(r["colocation"]["factor"], 3);
+  if (r["colocation"]["probe"].get<bool>())
+    f << "; co-location factor " << fixed(r["colocation"]["factor"], 3) << " (without it: median "
+      << fixed(r["colocation"]["median_abs_error_pct_without"], 1) << "%, worst "
+      << fixed(r["colocation"]["worst_abs_error_pct_without"], 1) << "%)";
   f << "; host " << (r["host"]["busy"].get<bool>() ? "busy" : "idle") << "\n";
 }
 

@@ -405,6 +405,23 @@ void check_plan(const CostModel& cm, const Cell& cell, const Plan& plan) {
                      std::to_string(cell.gpus()));
 }
 
+// The co-location factor a stage's compute pays: all of it where the stage's
+// own replicas or shards compute together; where the stage is one process,
+// only the share of its work done while another stage computes too. In a
+// GPipe schedule with B >= 2 micro-batches the first and the last stage each
+// compute alone for one of their B micro-batches (the first one's forward
+// and the last one's backward, or the reverse), the middle stages never;
+// with one micro-batch the stages take turns and no work overlaps.
+namespace {
+double stage_colocation(double factor, int stage_gpus, int j, int stages, int micro_batches) {
+  if (factor == 1.0 || stage_gpus > 1) return factor;
+  if (stages == 1 || micro_batches == 1) return 1.0;
+  const bool end = j == 0 || j == stages - 1;
+  const double shared = end ? static_cast<double>(micro_batches - 1) / micro_batches : 1.0;
+  return 1.0 + (factor - 1.0) * shared;
+}
+}  // namespace
+
 Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   check_plan(cm, cell, plan);
   Estimate e;
@@ -428,13 +445,14 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.tp = sp.tp;
     const double m = static_cast<double>(plan.micro_batch_size) / sp.dp;
     st.replica_micro_batch = m;
+    const double f = stage_colocation(coloc, sp.gpus(), j, S, B);
     const int first_gpu = offset, last_gpu = offset + sp.gpus() - 1;
     const bool stage_network = host_of(first_gpu) != host_of(last_gpu);
     double params = 0, saved = 0, max_act = 0, inputs = 0, max_saved = 0;
     for (int l = sp.first_layer; l < sp.first_layer + sp.num_layers; ++l) {
       const auto t = cm.layer_time(l, sp.tp, m);
-      st.fwd_ms += coloc * t.fwd_ms;
-      st.bwd_ms += coloc * t.bwd_ms;
+      st.fwd_ms += f * t.fwd_ms;
+      st.bwd_ms += f * t.bwd_ms;
       st.tp_comm_ms += cm.tp_comm_ms(l, sp.tp, m, false);
       params += cm.layer_params(l, sp.tp);
       saved += cm.layer_saved_bytes(l, sp.tp);

@@ -71,7 +71,9 @@ struct Options {
   // Processes that share one host's CPUs and memory (the CPU type) run their
   // layers this much slower than the single-process profile, and a step waits
   // for the slower one: measured by validate's co-location probe. It scales
-  // the layers' compute of cells with more than one GPU (process) per host.
+  // the layers' compute of cells with more than one GPU (process) per host:
+  // all of a stage's where its replicas compute together, only the share of
+  // a one-process pipeline stage's that overlaps another stage's (GPipe).
   double colocated_compute_factor = 1;
 };
 

@@ -119,7 +119,7 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
 #endif
   const fs::path md = dir_ / "table.md";
   const Result r = run({"validate", "--model", "gpt-tiny", "--iterations", "2", "--warmup", "1", "--repetitions",
-                        "2", "--trials", "2", "--colocation-probe", "--db", db_, "--out", md.string(), "--json"});
+                        "2", "--trials", "2", "--db", db_, "--out", md.string(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["rows"].size(), 9u);
@@ -149,17 +149,23 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
     EXPECT_LE(sp["min"].get<double>(), row["measured_ms"].get<double>());
     EXPECT_GE(sp["max"].get<double>(), row["measured_ms"].get<double>());
     EXPECT_DOUBLE_EQ(row["measured_ms"].get<double>(), (trials[0] + trials[1]) / 2);
+    // Beside it, the same estimate without the co-location factor: equal
+    // for one process, which shares its host with no one.
+    const double alone = row["estimated_ms_without_colocation"];
+    EXPECT_GT(alone, 0);
+    if (mode == "single") EXPECT_DOUBLE_EQ(alone, row["estimated_ms"].get<double>());
     const double est = row["estimated_ms"];
     EXPECT_EQ(row["within_spread"].get<bool>(), est >= sp["min"].get<double>() && est <= sp["max"].get<double>());
   }
   EXPECT_EQ(j["trials"], 2);
-  // The co-location probe: alone and two at once, once per round.
+  // The co-location probe (on by default): alone and two at once, once per round.
   const auto& co = j["colocation"];
   EXPECT_TRUE(co["probe"].get<bool>());
   EXPECT_EQ(co["alone_ms"].size(), 2u);
   EXPECT_EQ(co["together_ms"].size(), 2u);
   EXPECT_GT(co["factor"].get<double>(), 0.2);  // a ratio of medians: gpt-tiny's steps are
   EXPECT_LT(co["factor"].get<double>(), 10);   // milliseconds, so it is a loose one
+  EXPECT_GE(co["worst_abs_error_pct_without"].get<double>(), co["median_abs_error_pct_without"].get<double>());
   EXPECT_GE(j["within_spread_share"].get<double>(), 0);
   EXPECT_LE(j["within_spread_share"].get<double>(), 1);
   // The host check: before the profiles, before each of the two rounds of
@@ -206,7 +212,7 @@ TEST_F(ProfileCli, ProfileRunsInTheTorchHelper) {
 TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--trials", "0"}, {"--trials", "-3"}, {"--configs", "single,zz"}, {"--configs", ""},
-        {"--profile-passes", "0"}, {"--iterations", "0"}}) {
+        {"--profile-passes", "0"}, {"--iterations", "0"}, {"--colocation-probe", "--no-colocation-probe"}}) {
     std::vector<std::string> argv{"validate", "--db", db_};
     argv.insert(argv.end(), bad.begin(), bad.end());
     const Result r = run(argv);

@@ -184,15 +184,24 @@ TEST(Estimator, SharedMemoryBandwidthSlowsTheStreamingOfSharedHostsOnly) {
   EXPECT_DOUBLE_EQ(CostModel(toy_model(), "v100", compute, &comm, sgd()).shared_memory_factor(2), 1);
 }
 
-// Validate's measured co-location factor scales the layers' compute of cells
-// whose host runs several processes, and nothing else.
-TEST(Estimator, ColocationFactorScalesTheComputeOfSharedHostsOnly) {
+// The toy model priced from the toy CPU profiles without and with a
+// co-location factor.
+struct ColocatedPair {
+  CostModel plain, shared;
+};
+ColocatedPair colocated_pair(double factor) {
   const auto compute = toy_compute("cpu");
   const auto comm = toy_comm("cpu");
   Options o = sgd();
-  const CostModel plain(toy_model(), "cpu", compute, &comm, o);
-  o.colocated_compute_factor = 1.25;
-  const CostModel shared(toy_model(), "cpu", compute, &comm, o);
+  CostModel plain(toy_model(), "cpu", compute, &comm, o);
+  o.colocated_compute_factor = factor;
+  return {std::move(plain), CostModel(toy_model(), "cpu", compute, &comm, o)};
+}
+
+// Validate's measured co-location factor scales the layers' compute of cells
+// whose host runs several processes, and nothing else.
+TEST(Estimator, ColocationFactorScalesTheComputeOfSharedHostsOnly) {
+  const auto [plain, shared] = colocated_pair(1.25);
   Plan p;
   p.micro_batches = 2;
   p.micro_batch_size = 4;
@@ -210,6 +219,31 @@ TEST(Estimator, ColocationFactorScalesTheComputeOfSharedHostsOnly) {
   const Cell one{"toy", "cpu", 1, 1, 1};
   p.stages = {{0, 4, 1, 1}};
   EXPECT_DOUBLE_EQ(estimate(shared, one, p).iteration_ms, estimate(plain, one, p).iteration_ms);
+}
+
+// A one-process pipeline stage pays the co-location factor only on the work
+// it does while the other stage computes too: with B micro-batches, B - 1 of
+// each end stage's B; with one micro-batch the stages take turns.
+TEST(Estimator, ColocationFactorScalesAPipelineStageByItsOverlappedShare) {
+  const auto [plain, shared] = colocated_pair(1.2);
+  const Cell two{"toy", "cpu", 1, 2, 2};
+  Plan p;
+  p.micro_batch_size = 4;
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  for (const int B : {1, 2, 4}) {
+    p.micro_batches = B;
+    const Estimate a = estimate(plain, two, p), b = estimate(shared, two, p);
+    const double f = 1 + 0.2 * (B - 1) / B;  // 1, 1.1, 1.15
+    for (size_t j = 0; j < 2; ++j) {
+      EXPECT_NEAR(b.stages[j].fwd_ms, f * a.stages[j].fwd_ms, 1e-12) << "B=" << B;
+      EXPECT_NEAR(b.stages[j].bwd_ms, f * a.stages[j].bwd_ms, 1e-12) << "B=" << B;
+    }
+  }
+  // A stage of two replicas computes together all the time: the whole factor.
+  const Cell four{"toy", "cpu", 1, 4, 2};
+  p.micro_batches = 2;
+  p.stages = {{0, 2, 2, 1}, {2, 2, 2, 1}};
+  EXPECT_NEAR(estimate(shared, four, p).stages[0].fwd_ms, 1.2 * estimate(plain, four, p).stages[0].fwd_ms, 1e-12);
 }
 
 // Recomputation: each layer keeps only its input (the previous layer's 100 B
