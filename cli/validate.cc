@@ -307,7 +307,7 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
     wait.push_back(t.wait_ms);
   }
   const validate::Spread sp = validate::summarize(it);
-  const double err = (e.iteration_ms - sp.median) / sp.median * 100;
+  const auto error_pct = [&](const estimator::Estimate& x) { return (x.iteration_ms - sp.median) / sp.median * 100; };
   return {{"config", c.mode},
           {"processes", c.world},
           {"micro_batches", c.micro_batches},
@@ -316,9 +316,9 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
           {"measured_spread_ms", spread_json(sp)},
           {"trial_ms", it},
           {"estimated_ms", e.iteration_ms},
-          {"error_pct", err},
+          {"error_pct", error_pct(e)},
           {"estimated_ms_without_colocation", alone.iteration_ms},
-          {"error_pct_without_colocation", (alone.iteration_ms - sp.median) / sp.median * 100},
+          {"error_pct_without_colocation", error_pct(alone)},
           {"within_spread", e.iteration_ms >= sp.min && e.iteration_ms <= sp.max},
           {"basis", estimator::basis_name(e.basis)},
           {"param_checksums", trials.back().checksums},
