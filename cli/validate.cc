@@ -145,13 +145,16 @@ Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
 
 struct Settings {
   std::string model_name, db_path;
-  int iterations = 7, warmup = 2, threads = 1, reps = 15, trials = 3, passes = 3;
+  int iterations = 7, warmup = 2, threads = 1, reps = 15, trials = 3, passes = 3, extra_trials = 2;
   int64_t profile_id = 0, comm_id = 0;
   bool colocation_probe = true;
 };
 
 // The co-location probe's step: the whole model, 2 micro-batches of 2.
 constexpr int kProbeMicroBatches = 2, kProbeMicroBatchSize = 2;
+// A configuration whose trials spread by more than this share of their
+// median gets another trial (up to --extra-trials).
+constexpr double kSettledSpread = 0.10;
 
 // Profiles compute and comm unless ids were given; stores them. `between`
 // runs after each compute pass but the last (the interleaved trial rounds).
@@ -222,11 +225,32 @@ class TrialRounds {
            (pass < 0 || validate::round_after_pass(next_, std::max(1, std::min(s_.passes, s_.reps)), s_.trials) <= pass))
       round(next_++);
   }
+  // The remaining rounds, then up to `extra_trials` more trials of each
+  // configuration (and of the probe) whose trials are still unsettled: a slow
+  // phase of the host that hit one or two rounds then no longer sets the
+  // median. The extra trials run round by round like the others.
   std::vector<std::vector<Trial>> finish() {
     after_pass(-1);
+    for (int extra = 0; extra < s_.extra_trials; ++extra) {
+      std::vector<size_t> again;
+      for (size_t ci = 0; ci < configs_.size(); ++ci) {
+        std::vector<double> ms;
+        for (const Trial& t : trials_[ci]) ms.push_back(t.iteration_ms);
+        if (validate::unsettled(ms, kSettledSpread)) again.push_back(ci);
+      }
+      const bool probe_again = probe_ && (validate::unsettled(alone_, kSettledSpread) ||
+                                          validate::unsettled(together_, kSettledSpread));
+      if (again.empty() && !probe_again) break;
+      calibrate(host_);
+      for (const size_t ci : again) run_trial(ci, s_.trials + extra);
+      if (probe_again) probe(s_.trials + extra);
+      extra_runs_ += static_cast<int>(again.size()) + (probe_again ? 1 : 0);
+    }
     calibrate(host_);
     return std::move(trials_);
   }
+  // How many extra trials ran (configurations and probe rounds).
+  int extra_runs() const { return extra_runs_; }
   // The co-location probe's trials (empty when it did not run).
   const std::vector<double>& alone_ms() const { return alone_; }
   const std::vector<double>& together_ms() const { return together_; }
@@ -265,15 +289,18 @@ class TrialRounds {
     calibrate(host_);
     for (const auto& [trial, config] : validate::interleaved_order(static_cast<int>(configs_.size()), s_.trials)) {
       if (trial != t) continue;
-      const size_t ci = static_cast<size_t>(config);
-      const Config& c = configs_[ci];
-      trials_[ci].push_back(measure(run_config(worker_args(c), scratch_), c));
-      if (stderr_is_tty())
-        std::cerr << "  [" << ++done_ << "/" << configs_.size() * static_cast<size_t>(s_.trials) << "] trial " << t + 1
-                  << " " << config_name(c) << " B=" << c.micro_batches << ": "
-                  << fixed(trials_[ci].back().iteration_ms, 2) << " ms\n";
+      run_trial(static_cast<size_t>(config), t);
     }
     if (probe_) probe(t);
+  }
+
+  void run_trial(size_t ci, int t) {
+    const Config& c = configs_[ci];
+    trials_[ci].push_back(measure(run_config(worker_args(c), scratch_), c));
+    if (stderr_is_tty())
+      std::cerr << "  [" << ++done_ << "/" << configs_.size() * static_cast<size_t>(s_.trials) << "] trial " << t + 1
+                << " " << config_name(c) << " B=" << c.micro_batches << ": "
+                << fixed(trials_[ci].back().iteration_ms, 2) << " ms" << (t >= s_.trials ? " (extra)" : "") << "\n";
   }
 
   const Settings& s_;
@@ -282,7 +309,7 @@ class TrialRounds {
   validate::HostObservation& host_;
   std::vector<std::vector<Trial>> trials_;
   fs::path scratch_;
-  int next_ = 0;
+  int next_ = 0, extra_runs_ = 0;
   size_t done_ = 0;
   bool probe_ = false;
   std::vector<double> alone_, together_;
@@ -365,6 +392,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       ("trials", po::value(&s.trials)->default_value(3),
        "trials per configuration, run round-robin across configurations; a configuration's time is the "
        "median over its trials, reported with their min-max")
+      ("extra-trials", po::value(&s.extra_trials)->default_value(2),
+       "at most this many more trials of a configuration (or of the co-location probe) whose trials spread by "
+       "more than 10 % of their median, so a slow phase of the host does not set it (0: none)")
       ("iterations", po::value(&s.iterations)->default_value(7), "timed iterations per trial (a trial's time is their median)")
       ("warmup", po::value(&s.warmup)->default_value(2), "untimed iterations first")
       ("threads", po::value(&s.threads)->default_value(1), "CPU threads per process (profiles and runs)")
@@ -383,9 +413,10 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
     return 0;
   if (s.iterations < 1 || s.iterations > 100000 || s.warmup < 0 || s.warmup > 100000 || s.threads < 1 ||
-      s.threads > 4096 || s.reps < 1 || s.reps > 100000 || s.trials < 1 || s.trials > 1000 || s.passes < 1)
+      s.threads > 4096 || s.reps < 1 || s.reps > 100000 || s.trials < 1 || s.trials > 1000 || s.passes < 1 ||
+      s.extra_trials < 0 || s.extra_trials > 1000)
     throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
-                     "sensible), --warmup >= 0");
+                     "sensible), --warmup and --extra-trials >= 0");
   const std::vector<Config> configs = chosen_configs(config_list);
   if (vm.count("colocation-probe") && vm.count("no-colocation-probe"))
     throw InputError("--colocation-probe and --no-colocation-probe contradict each other");
@@ -448,6 +479,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       {"db", s.db_path},
       {"threads", s.threads},
       {"trials", s.trials},
+      {"extra_trials", rounds.extra_runs()},
       {"iterations", s.iterations},
       {"rows", rows},
       {"median_abs_error_pct", median_of(errs)},

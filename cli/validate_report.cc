@@ -35,8 +35,11 @@ json validate_host_json(const validate::HostObservation& h, const validate::Host
 
 void print_validate_text(std::ostream& out, const json& r) {
   out << "model " << r["model"].get<std::string>() << " on the CPU, " << r["threads"] << " thread(s) per process; "
-      << r["trials"] << " interleaved trials per configuration; profiles " << r["compute_profile"] << " (compute) and "
-      << r["comm_profile"] << " (comm)\n";
+      << r["trials"] << " interleaved trials per configuration";
+  if (r.value("extra_trials", 0) > 0)
+    out << " (and " << r["extra_trials"] << " extra where a configuration's or the probe's trials spread by more than "
+        << "10 %)";
+  out << "; profiles " << r["compute_profile"] << " (compute) and " << r["comm_profile"] << " (comm)\n";
   Table pt({"profiled layer", "micro-batch", "fwd ms", "fwd IQR", "bwd ms", "bwd IQR"});
   for (const auto& l : r["profile_layers"])
     pt.add({l["layer"].get<std::string>(), std::to_string(l["micro_batch"].get<int>()), fixed(l["fwd_ms"], 3),
@@ -75,7 +78,7 @@ void write_validate_markdown(const std::string& path, const json& r) {
   std::ofstream f(path);
   if (!f) throw InputError(path + ": cannot write");
   f << "| config | processes | micro-batches | micro-batch size | measured ms (median of " << r["trials"]
-    << " trials) | min-max ms | estimated ms | error % |"
+    << (r.value("extra_trials", 0) > 0 ? "+" : "") << " trials) | min-max ms | estimated ms | error % |"
        " compute ms meas / est | gradient sync ms meas / est | waiting for the slower rank ms |"
        " optimizer ms meas / est |\n"
        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";

@@ -407,18 +407,48 @@ void check_plan(const CostModel& cm, const Cell& cell, const Plan& plan) {
 
 // The co-location factor a stage's compute pays: all of it where the stage's
 // own replicas or shards compute together; where the stage is one process,
-// only the share of its work done while another stage computes too. In a
-// GPipe schedule with B >= 2 micro-batches the first and the last stage each
-// compute alone for one of their B micro-batches (the first one's forward
-// and the last one's backward, or the reverse), the middle stages never;
-// with one micro-batch the stages take turns and no work overlaps.
+// only the share of its work done while another stage of its host computes
+// too. In a GPipe schedule with B >= 2 micro-batches the first and the last
+// stage each compute alone for one of their B micro-batches (the first one's
+// forward and the last one's backward, or the reverse), the middle stages
+// never; with one micro-batch the stages take turns and no work overlaps.
+// And a stage slower than the busiest other stage of its host overlaps only
+// that one's work: with per-micro-batch times a < b, the two stages compute
+// together (B - 1) a of the slower one's B b. `own_ms` and `other_ms` are
+// those per-micro-batch times without the factor.
 namespace {
-double stage_colocation(double factor, int stage_gpus, int j, int stages, int micro_batches) {
+double stage_colocation(double factor, int stage_gpus, int j, int stages, int micro_batches, double own_ms,
+                        double other_ms) {
   if (factor == 1.0 || stage_gpus > 1) return factor;
-  if (stages == 1 || micro_batches == 1) return 1.0;
+  if (stages == 1 || micro_batches == 1 || !(other_ms > 0)) return 1.0;
   const bool end = j == 0 || j == stages - 1;
-  const double shared = end ? static_cast<double>(micro_batches - 1) / micro_batches : 1.0;
+  double shared = end ? static_cast<double>(micro_batches - 1) / micro_batches : 1.0;
+  if (own_ms > other_ms) shared *= other_ms / own_ms;
   return 1.0 + (factor - 1.0) * shared;
+}
+
+// Each stage's compute per micro-batch without the co-location factor
+// (`raw`), and for each stage the largest of the other stages that have a GPU
+// on one of its hosts (`other`).
+void stage_overlap_times(const CostModel& cm, const Cell& cell, const Plan& plan, std::vector<double>& raw,
+                         std::vector<double>& other) {
+  const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
+  std::vector<std::pair<int, int>> hosts;  // first and last host of each stage
+  int first = 0;
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    const StagePlan& sp = plan.stages[j];
+    const double m = static_cast<double>(plan.micro_batch_size) / sp.dp;
+    for (int l = sp.first_layer; l < sp.first_layer + sp.num_layers; ++l) {
+      const auto t = cm.layer_time(l, sp.tp, m);
+      raw[j] += t.fwd_ms + t.bwd_ms;
+    }
+    hosts.emplace_back(host_of(first), host_of(first + sp.gpus() - 1));
+    first += sp.gpus();
+  }
+  for (size_t j = 0; j < hosts.size(); ++j)
+    for (size_t k = 0; k < hosts.size(); ++k)
+      if (k != j && hosts[k].first <= hosts[j].second && hosts[j].first <= hosts[k].second)
+        other[j] = std::max(other[j], raw[k]);
 }
 }  // namespace
 
@@ -435,6 +465,8 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
   // stage's own processes (its replicas and shards step together after the
   // all-reduce; pipeline stages step as each finishes its last backward).
   const int streams = cell.gpus_per_host;
+  std::vector<double> raw(S, 0.0), other(S, 0.0);
+  if (coloc != 1.0) stage_overlap_times(cm, cell, plan, raw, other);
   int offset = 0;
   for (int j = 0; j < S; ++j) {
     const StagePlan& sp = plan.stages[static_cast<size_t>(j)];
@@ -445,7 +477,8 @@ Estimate estimate(const CostModel& cm, const Cell& cell, const Plan& plan) {
     st.tp = sp.tp;
     const double m = static_cast<double>(plan.micro_batch_size) / sp.dp;
     st.replica_micro_batch = m;
-    const double f = stage_colocation(coloc, sp.gpus(), j, S, B);
+    const double f =
+        stage_colocation(coloc, sp.gpus(), j, S, B, raw[static_cast<size_t>(j)], other[static_cast<size_t>(j)]);
     const int first_gpu = offset, last_gpu = offset + sp.gpus() - 1;
     const bool stage_network = host_of(first_gpu) != host_of(last_gpu);
     double params = 0, saved = 0, max_act = 0, inputs = 0, max_saved = 0;

@@ -51,6 +51,12 @@ Spread summarize(std::vector<double> v) {
   return s;
 }
 
+bool unsettled(const std::vector<double>& samples, double max_spread) {
+  if (samples.size() < 2) return false;
+  const Spread sp = summarize(samples);
+  return sp.median > 0 && (sp.max - sp.min) > max_spread * sp.median;
+}
+
 double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms) {
   if (alone_ms.empty() || together_ms.empty()) return 1;
   const double alone = summarize(alone_ms).median, together = summarize(together_ms).median;

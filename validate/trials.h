@@ -28,6 +28,11 @@ struct Spread {
 };
 Spread summarize(std::vector<double> samples);
 
+// Whether a sample is still unsettled: its min-max spread is more than
+// `max_spread` of its median (a trial hit by a slow phase of the host), so
+// `validate` runs it again. Samples of fewer than two are settled.
+bool unsettled(const std::vector<double>& samples, double max_spread);
+
 // The co-location factor: how much slower the same training step runs as two
 // processes at once, one per CPU, each iteration waiting for the slower of
 // the two (`together_ms`), than as one process alone (`alone_ms`); the ratio

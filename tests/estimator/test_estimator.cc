@@ -239,6 +239,16 @@ TEST(Estimator, ColocationFactorScalesAPipelineStageByItsOverlappedShare) {
       EXPECT_NEAR(b.stages[j].bwd_ms, f * a.stages[j].bwd_ms, 1e-12) << "B=" << B;
     }
   }
+  // Unbalanced stages (1 layer against 3, 6 against 18 ms a micro-batch): the
+  // short stage overlaps the long one B - 1 of its B micro-batches, the long
+  // one overlaps the short one's (B - 1) x 6 of its B x 18 ms.
+  p.micro_batches = 4;
+  p.stages = {{0, 1, 1, 1}, {1, 3, 1, 1}};
+  const Estimate a = estimate(plain, two, p), b = estimate(shared, two, p);
+  EXPECT_NEAR(a.stages[1].fwd_ms, 3 * a.stages[0].fwd_ms, 1e-12);
+  EXPECT_NEAR(b.stages[0].fwd_ms, (1 + 0.2 * 3 / 4) * a.stages[0].fwd_ms, 1e-12);
+  EXPECT_NEAR(b.stages[1].fwd_ms, (1 + 0.2 * 3 / 4 / 3.0) * a.stages[1].fwd_ms, 1e-12);
+  EXPECT_NEAR(b.stages[1].bwd_ms, (1 + 0.2 * 3 / 4 / 3.0) * a.stages[1].bwd_ms, 1e-12);
   // A stage of two replicas computes together all the time: the whole factor.
   const Cell four{"toy", "cpu", 1, 4, 2};
   p.micro_batches = 2;

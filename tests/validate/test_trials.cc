@@ -62,6 +62,20 @@ TEST(Trials, MedianAndSpreadOnHandData) {
   EXPECT_EQ(summarize({}).n, 0);
 }
 
+TEST(Trials, UnsettledWhenTheSpreadPassesTheShareOfTheMedian) {
+  // 300, 310, 345: spread 45 ms against a median of 310, 14.5 %.
+  EXPECT_TRUE(unsettled({345, 300, 310}, 0.10));
+  EXPECT_FALSE(unsettled({345, 300, 310}, 0.15));
+  // 300, 310, 329: 29 ms, 9.4 % of 310.
+  EXPECT_FALSE(unsettled({300, 329, 310}, 0.10));
+  // One slow trial among five no longer moves the median, but it still
+  // spreads the sample.
+  EXPECT_TRUE(unsettled({300, 305, 310, 302, 500}, 0.10));
+  // Fewer than two trials: nothing to compare.
+  EXPECT_FALSE(unsettled({300}, 0.10));
+  EXPECT_FALSE(unsettled({}, 0.10));
+}
+
 TEST(Trials, ColocationFactorIsTheRatioOfMedians) {
   // Alone 300, 310, 330 ms (median 310); together, the slower of the two
   // processes per iteration, 320, 341, 400 (median 341): x1.1.
