@@ -178,7 +178,7 @@ bool print_json(const ProfileRun& run, const po::variables_map& vm, double secs)
 int profile_compute(const std::vector<std::string>& args) {
   po::options_description opt("profile compute options");
   std::string model_name, device, gpu_type, mbs, tps, timer, input_shape, db_path;
-  int reps = 0, warmup = -1, threads = 0, passes = 1;
+  int reps = 0, warmup = -1, threads = 0, passes = 1, extra_passes = 0;
   std::string flush = "auto";
   opt.add_options()
       ("model", po::value(&model_name)->required(), "zoo name (gpt-350m, moe-tiny, wrn-28-10, ...), a .yaml description or a TorchScript .pt")
@@ -191,6 +191,9 @@ int profile_compute(const std::vector<std::string>& args) {
       ("passes", po::value(&passes)->default_value(1),
        "interleaved passes: each pass times its share of the repetitions of every layer in turn, so a "
        "slow phase of the host spreads over all layers (1 = back to back)")
+      ("extra-passes", po::value(&extra_passes)->default_value(0),
+       "at most this many more passes over the layers whose passes disagree (their medians spread by more "
+       "than 10 %), so a slow phase of the host that hit some passes does not set their median")
       ("threads", po::value(&threads)->default_value(0), "CPU threads for LibTorch and BLAS (0 = their own defaults)")
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
       ("cache-flush-mib", po::value(&flush)->default_value("auto"),
@@ -212,6 +215,7 @@ int profile_compute(const std::vector<std::string>& args) {
   o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
   o.warmup = warmup >= 0 ? warmup : (cpu ? 1 : 5);
   o.passes = passes;
+  o.extra_passes = extra_passes;
   o.threads = threads;
   o.timer = timer;
   if (flush != "auto") {

@@ -191,6 +191,8 @@ void ensure_profiles(Settings& s, const ModelSpec& model, const std::vector<int>
     co.tp_degrees = {1};
     co.repetitions = s.reps;
     co.passes = std::min(s.passes, s.reps);
+    co.extra_passes = s.extra_trials;
+    co.settled_spread = kSettledSpread;
     co.warmup = 2;
     co.threads = s.threads;
     co.between_passes = between;
@@ -394,7 +396,8 @@ int cmd_validate(const std::vector<std::string>& args) {
        "median over its trials, reported with their min-max")
       ("extra-trials", po::value(&s.extra_trials)->default_value(2),
        "at most this many more trials of a configuration (or of the co-location probe) whose trials spread by "
-       "more than 10 % of their median, so a slow phase of the host does not set it (0: none)")
+       "more than 10 % of their median, and as many more profiling passes over the layers whose passes do, so "
+       "a slow phase of the host does not set them (0: none)")
       ("iterations", po::value(&s.iterations)->default_value(7), "timed iterations per trial (a trial's time is their median)")
       ("warmup", po::value(&s.warmup)->default_value(2), "untimed iterations first")
       ("threads", po::value(&s.threads)->default_value(1), "CPU threads per process (profiles and runs)")

@@ -75,6 +75,8 @@ void check_options(const ComputeOptions& opt) {
   if (opt.repetitions < 1 || opt.repetitions > 100000) bad("--reps must be in 1..100000");
   if (opt.warmup < 0 || opt.warmup > 100000) bad("--warmup must be in 0..100000");
   if (opt.passes < 1 || opt.passes > opt.repetitions) bad("--passes must be in 1..--reps");
+  if (opt.extra_passes < 0 || opt.extra_passes > 1000) bad("extra passes must be in 0..1000");
+  if (!(opt.settled_spread > 0) || !std::isfinite(opt.settled_spread)) bad("the settled spread must be positive");
   if (opt.threads < 0 || opt.threads > 4096) bad("--threads must be in 0..4096");
   if (opt.cache_flush_bytes < -1 || opt.cache_flush_bytes > (int64_t{64} << 30))
     bad("--cache-flush-mib must be in 0..65536 (or auto)");
@@ -99,6 +101,13 @@ LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
 }
 
 }  // namespace
+
+bool passes_disagree(const std::vector<double>& pass_ms, double settled_spread) {
+  if (pass_ms.size() < 2) return false;
+  const double mid = median(pass_ms);
+  const auto [lo, hi] = std::minmax_element(pass_ms.begin(), pass_ms.end());
+  return mid > 0 && *hi - *lo > settled_spread * mid;
+}
 
 int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes) {
   if (cache_bytes <= 0) cache_bytes = int64_t{32} << 20;
@@ -137,6 +146,14 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   }
   // Pass p takes repetitions p, p + passes, ... of every measurement.
   std::vector<LayerSamples> samples(plan.size());
+  std::vector<std::vector<double>> pass_ms(plan.size());  // per measurement, each pass's median fwd + bwd
+  auto measure = [&](size_t k, int reps) {
+    const PlannedMeasurement& pm = plan[k];
+    const LayerSamples s = backend.time_layer(model, pm.layer_index, pm.tp, pm.micro_batch, opt.warmup, reps);
+    samples[k].fwd_ms.insert(samples[k].fwd_ms.end(), s.fwd_ms.begin(), s.fwd_ms.end());
+    samples[k].bwd_ms.insert(samples[k].bwd_ms.end(), s.bwd_ms.begin(), s.bwd_ms.end());
+    pass_ms[k].push_back(median(s.fwd_ms) + median(s.bwd_ms));
+  };
   for (int pass = 0; pass < opt.passes; ++pass) {
     const int reps = (opt.repetitions - pass + opt.passes - 1) / opt.passes;
     for (size_t k = 0; k < plan.size(); ++k) {
@@ -145,11 +162,17 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
         opt.progress(pass * plan.size() + k, plan.size() * opt.passes,
                      model.layers[pm.layer_index].name + " tp" + std::to_string(pm.tp) + " mb" +
                          std::to_string(pm.micro_batch));
-      const LayerSamples s = backend.time_layer(model, pm.layer_index, pm.tp, pm.micro_batch, opt.warmup, reps);
-      samples[k].fwd_ms.insert(samples[k].fwd_ms.end(), s.fwd_ms.begin(), s.fwd_ms.end());
-      samples[k].bwd_ms.insert(samples[k].bwd_ms.end(), s.bwd_ms.begin(), s.bwd_ms.end());
+      measure(k, reps);
     }
     if (opt.between_passes && pass + 1 < opt.passes) opt.between_passes(pass);
+  }
+  const int extra_reps = (opt.repetitions + opt.passes - 1) / opt.passes;
+  for (int extra = 0; extra < opt.extra_passes; ++extra) {
+    std::vector<size_t> again;
+    for (size_t k = 0; k < plan.size(); ++k)
+      if (passes_disagree(pass_ms[k], opt.settled_spread)) again.push_back(k);
+    if (again.empty()) break;
+    for (const size_t k : again) measure(k, extra_reps);
   }
   for (size_t k = 0; k < plan.size(); ++k) {
     const PlannedMeasurement& pm = plan[k];

@@ -33,6 +33,13 @@ struct ComputeOptions {
   // Optional: called after pass p of every pass but the last (validate runs
   // its trial rounds there, so profile and runs see the same host phases).
   std::function<void(int pass)> between_passes;
+  // Up to this many more passes, after the planned ones, over the
+  // measurements whose passes disagree: the medians of their passes (forward
+  // plus backward) spread by more than `settled_spread` of their median, as
+  // when a slow phase of the host hit one or two of three passes. Each extra
+  // pass takes a planned pass's share of repetitions. 0 = none.
+  int extra_passes = 0;
+  double settled_spread = 0.10;
   int threads = 0;                   // CPU threads (LibTorch and BLAS pools); 0 = their defaults
   std::string timer = "auto";        // cuda: "cupti", "cuda_events" or "auto" (CUPTI, else events)
   // Bytes rewritten before each timed forward and backward so that every
@@ -96,6 +103,11 @@ int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes);
 // Median and interquartile range (linear interpolation between order statistics).
 double median(std::vector<double> v);
 double iqr(std::vector<double> v);
+
+// Whether a measurement's passes disagree: the medians of its passes
+// (`pass_ms`) spread (max - min) by more than `settled_spread` of their
+// median. Fewer than two passes never disagree.
+bool passes_disagree(const std::vector<double>& pass_ms, double settled_spread);
 
 // Profiles `model` on `backend`: validates options (InputError), expands
 // TorchScript models, measures every planned shape and fills a ProfileRun

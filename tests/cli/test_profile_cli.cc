@@ -210,7 +210,9 @@ TEST_F(ProfileCli, ValidateTrainsEveryLayoutAndComparesWithTheEstimate) {
   for (const auto& l : j["profile_layers"]) {
     EXPECT_GT(l["fwd_ms"].get<double>(), 0);
     EXPECT_GE(l["fwd_iqr_ms"].get<double>(), 0);
-    EXPECT_EQ(l["repetitions"], 2);
+    // 2, or 3 where the two passes disagreed by more than 10 % (--extra-trials 1).
+    EXPECT_GE(l["repetitions"].get<int>(), 2);
+    EXPECT_LE(l["repetitions"].get<int>(), 3);
   }
   EXPECT_EQ(modes, (std::map<std::string, int>{{"dp", 3}, {"pp", 3}, {"single", 3}}));
   EXPECT_EQ(profiles(), 2);  // compute and comm

@@ -119,7 +119,9 @@ TEST(Plan, EachDistinctShapeOncePerDegreeAndMicroBatch) {
   // On a CPU, one process's bandwidth while up to 3 others stream (as the CPUs allow).
   const auto cpus = std::max(1U, std::thread::hardware_concurrency());
   ASSERT_EQ(run.mem_gbps_streams.size(), cpus > 1 ? std::min(4U, cpus) : 0U);
-  if (cpus > 1) EXPECT_DOUBLE_EQ(run.mem_gbps_streams[1], 12.5 / 1.5);
+  if (cpus > 1) {
+    EXPECT_DOUBLE_EQ(run.mem_gbps_streams[1], 12.5 / 1.5);
+  }
   EXPECT_EQ(run.cache_flush_bytes, 64 << 20);  // gpt-350m does not fit in a 4 MiB cache
   EXPECT_EQ(b.flush, 64 << 20);
   EXPECT_EQ(std::count(b.calls.begin(), b.calls.end(), "block.0"), 8);
@@ -183,6 +185,54 @@ TEST(Plan, PassesInterleaveTheRepetitionsOfEveryMeasurement) {
   for (const auto& l : b.layers) EXPECT_EQ(l.repetitions, 7);  // 3 + 2 + 2
   o.passes = 8;  // more passes than repetitions
   EXPECT_THROW(profile_compute(interleaved, m, o), InputError);
+}
+
+// A host slowed during two of three passes: only the measurement whose
+// passes disagree runs again, until its passes agree or the extra passes
+// run out; its median then comes from the undisturbed passes.
+TEST(Plan, ExtraPassesRetakeOnlyTheMeasurementsWhosePassesDisagree) {
+  struct Slowed : FakeBackend {
+    int seen = 0;  // calls for the slowed layer
+    LayerSamples time_layer(const ModelSpec& m, size_t i, int tp, int mb, int w, int reps) override {
+      LayerSamples s = FakeBackend::time_layer(m, i, tp, mb, w, 0);
+      for (int r = 0; r < reps; ++r) {
+        const bool slow = i == 1 && (seen == 1 || seen == 2);
+        s.fwd_ms.push_back(slow ? 15.0 : 10.0);
+        s.bwd_ms.push_back(slow ? 30.0 : 20.0);
+      }
+      if (i == 1) ++seen;
+      return s;
+    }
+  };
+  ModelSpec m = model_by_name("gpt-tiny");
+  ComputeOptions o;
+  o.tp_degrees = {1};
+  o.micro_batches = {1};
+  o.repetitions = 6;
+  o.passes = 3;
+  Slowed none;
+  const ProfileRun before = profile_compute(none, m, o);
+  EXPECT_DOUBLE_EQ(before.layers[1].fwd_ms, 15);  // 4 of 6 repetitions slow
+  o.extra_passes = 2;
+  Slowed two;
+  const ProfileRun after = profile_compute(two, m, o);
+  const size_t n = after.layers.size();
+  ASSERT_EQ(two.calls.size(), 3 * n + 2);  // layer 1 twice more, nothing else
+  EXPECT_EQ(two.calls[3 * n], two.calls[1]);
+  EXPECT_EQ(after.layers[1].repetitions, 10);
+  EXPECT_DOUBLE_EQ(after.layers[1].fwd_ms, 10);  // 6 of 10 repetitions undisturbed
+  EXPECT_DOUBLE_EQ(after.layers[1].bwd_ms, 20);
+  for (size_t k = 0; k < n; ++k) {
+    if (k != 1) {
+      EXPECT_EQ(after.layers[k].repetitions, 6);
+    }
+  }
+  // The rule itself.
+  EXPECT_TRUE(passes_disagree({10, 12, 10}, 0.1));
+  EXPECT_FALSE(passes_disagree({10, 10.9, 10}, 0.1));
+  EXPECT_FALSE(passes_disagree({10}, 0.1));
+  o.extra_passes = -1;
+  EXPECT_THROW(profile_compute(two, m, o), InputError);
 }
 
 TEST(Stats, MedianAndInterquartileRange) {
