@@ -192,8 +192,8 @@ int profile_compute(const std::vector<std::string>& args) {
        "interleaved passes: each pass times its share of the repetitions of every layer in turn, so a "
        "slow phase of the host spreads over all layers (1 = back to back)")
       ("extra-passes", po::value(&extra_passes)->default_value(0),
-       "at most this many more passes over the layers whose passes disagree (their medians spread by more "
-       "than 10 %), so a slow phase of the host that hit some passes does not set their median")
+       "at most this many more passes over the layers whose passes disagree (the median pass more than 10 % "
+       "above the fastest), so a slow phase of the host that hit most passes does not set their median")
       ("threads", po::value(&threads)->default_value(0), "CPU threads for LibTorch and BLAS (0 = their own defaults)")
       ("timer", po::value(&timer)->default_value("auto"), "cuda: auto, cupti or cuda_events")
       ("cache-flush-mib", po::value(&flush)->default_value("auto"),

@@ -152,8 +152,8 @@ struct Settings {
 
 // The co-location probe's step: the whole model, 2 micro-batches of 2.
 constexpr int kProbeMicroBatches = 2, kProbeMicroBatchSize = 2;
-// A configuration whose trials spread by more than this share of their
-// median gets another trial (up to --extra-trials).
+// A configuration whose median trial is more than this share of itself above
+// its fastest trial gets another trial (up to --extra-trials).
 constexpr double kSettledSpread = 0.10;
 
 // Profiles compute and comm unless ids were given; stores them. `between`
@@ -395,9 +395,9 @@ int cmd_validate(const std::vector<std::string>& args) {
        "trials per configuration, run round-robin across configurations; a configuration's time is the "
        "median over its trials, reported with their min-max")
       ("extra-trials", po::value(&s.extra_trials)->default_value(2),
-       "at most this many more trials of a configuration (or of the co-location probe) whose trials spread by "
-       "more than 10 % of their median, and as many more profiling passes over the layers whose passes do, so "
-       "a slow phase of the host does not set them (0: none)")
+       "at most this many more trials of a configuration (or of the co-location probe) whose median trial is "
+       "more than 10 % above its fastest, and as many more profiling passes over the layers whose passes are, "
+       "so a slow phase of the host that hit most of them does not set the median (0: none)")
       ("iterations", po::value(&s.iterations)->default_value(7), "timed iterations per trial (a trial's time is their median)")
       ("warmup", po::value(&s.warmup)->default_value(2), "untimed iterations first")
       ("threads", po::value(&s.threads)->default_value(1), "CPU threads per process (profiles and runs)")

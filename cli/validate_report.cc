@@ -37,8 +37,8 @@ void print_validate_text(std::ostream& out, const json& r) {
   out << "model " << r["model"].get<std::string>() << " on the CPU, " << r["threads"] << " thread(s) per process; "
       << r["trials"] << " interleaved trials per configuration";
   if (r.value("extra_trials", 0) > 0)
-    out << " (and " << r["extra_trials"] << " extra where a configuration's or the probe's trials spread by more than "
-        << "10 %)";
+    out << " (and " << r["extra_trials"] << " extra where a configuration's or the probe's median trial was more "
+        << "than 10 % above its fastest)";
   out << "; profiles " << r["compute_profile"] << " (compute) and " << r["comm_profile"] << " (comm)\n";
   Table pt({"profiled layer", "micro-batch", "fwd ms", "fwd IQR", "bwd ms", "bwd IQR"});
   for (const auto& l : r["profile_layers"])

@@ -105,8 +105,7 @@ LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
 bool passes_disagree(const std::vector<double>& pass_ms, double settled_spread) {
   if (pass_ms.size() < 2) return false;
   const double mid = median(pass_ms);
-  const auto [lo, hi] = std::minmax_element(pass_ms.begin(), pass_ms.end());
-  return mid > 0 && *hi - *lo > settled_spread * mid;
+  return mid > 0 && mid - *std::min_element(pass_ms.begin(), pass_ms.end()) > settled_spread * mid;
 }
 
 int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes) {

@@ -54,7 +54,7 @@ Spread summarize(std::vector<double> v) {
 bool unsettled(const std::vector<double>& samples, double max_spread) {
   if (samples.size() < 2) return false;
   const Spread sp = summarize(samples);
-  return sp.median > 0 && (sp.max - sp.min) > max_spread * sp.median;
+  return sp.median > 0 && sp.median - sp.min > max_spread * sp.median;
 }
 
 double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms) {

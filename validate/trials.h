@@ -28,9 +28,11 @@ struct Spread {
 };
 Spread summarize(std::vector<double> samples);
 
-// Whether a sample is still unsettled: its min-max spread is more than
-// `max_spread` of its median (a trial hit by a slow phase of the host), so
-// `validate` runs it again. Samples of fewer than two are settled.
+// Whether a sample is still unsettled: its median is more than `max_spread`
+// of itself above its fastest trial, so `validate` runs it again. A slow
+// phase of the host only slows trials: one slow trial of three leaves the
+// median with the fast ones (settled), two of three move it (unsettled, and
+// more trials can bring it back). Samples of fewer than two are settled.
 bool unsettled(const std::vector<double>& samples, double max_spread);
 
 // The co-location factor: how much slower the same training step runs as two

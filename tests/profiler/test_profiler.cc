@@ -228,8 +228,9 @@ TEST(Plan, ExtraPassesRetakeOnlyTheMeasurementsWhosePassesDisagree) {
     }
   }
   // The rule itself.
-  EXPECT_TRUE(passes_disagree({10, 12, 10}, 0.1));
-  EXPECT_FALSE(passes_disagree({10, 10.9, 10}, 0.1));
+  EXPECT_TRUE(passes_disagree({10, 12, 12}, 0.1));   // 2 of 3 slow: median 12 is 17 % above 10
+  EXPECT_FALSE(passes_disagree({10, 12, 10}, 0.1));  // 1 of 3: the median stays at 10
+  EXPECT_FALSE(passes_disagree({10, 10.9, 11}, 0.1));
   EXPECT_FALSE(passes_disagree({10}, 0.1));
   o.extra_passes = -1;
   EXPECT_THROW(profile_compute(two, m, o), InputError);

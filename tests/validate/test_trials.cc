@@ -62,15 +62,17 @@ TEST(Trials, MedianAndSpreadOnHandData) {
   EXPECT_EQ(summarize({}).n, 0);
 }
 
-TEST(Trials, UnsettledWhenTheSpreadPassesTheShareOfTheMedian) {
-  // 300, 310, 345: spread 45 ms against a median of 310, 14.5 %.
-  EXPECT_TRUE(unsettled({345, 300, 310}, 0.10));
-  EXPECT_FALSE(unsettled({345, 300, 310}, 0.15));
-  // 300, 310, 329: 29 ms, 9.4 % of 310.
-  EXPECT_FALSE(unsettled({300, 329, 310}, 0.10));
-  // One slow trial among five no longer moves the median, but it still
-  // spreads the sample.
-  EXPECT_TRUE(unsettled({300, 305, 310, 302, 500}, 0.10));
+TEST(Trials, UnsettledWhenTheMedianIsFarAboveTheFastestTrial) {
+  // Two slow trials of three: the median 345 is 45 ms, 13 %, above 300.
+  EXPECT_TRUE(unsettled({345, 300, 350}, 0.10));
+  EXPECT_FALSE(unsettled({345, 300, 350}, 0.15));
+  // One slow trial of three leaves the median with the fast ones: 310 is
+  // 3.2 % above 300, however slow the third.
+  EXPECT_FALSE(unsettled({300, 500, 310}, 0.10));
+  // 300, 329, 331: 9.7 % above.
+  EXPECT_FALSE(unsettled({300, 329, 331}, 0.10));
+  // Two more fast trials bring a median of five back.
+  EXPECT_FALSE(unsettled({345, 300, 350, 302, 305}, 0.10));
   // Fewer than two trials: nothing to compare.
   EXPECT_FALSE(unsettled({300}, 0.10));
   EXPECT_FALSE(unsettled({}, 0.10));
