@@ -84,14 +84,20 @@ TEST(Plan, AReportedCacheIsCappedAtItsSharingCpusShare) {
   EXPECT_EQ(cache_flush_for(m, effective_cache_bytes(480 * MiB, 2)), 64 * MiB);
 }
 
-// validate's trial rounds run between the profile's passes: the hook is
-// called after every pass but the last, after that pass's measurements.
-TEST(Plan, BetweenPassesRunsAfterEveryPassButTheLast) {
+// One micro-batch size, no tensor parallelism, 6 repetitions in 3 passes of 2.
+ComputeOptions six_repetitions_in_three_passes() {
   ComputeOptions o;
   o.micro_batches = {1};
   o.tp_degrees = {1};
   o.repetitions = 6;
   o.passes = 3;
+  return o;
+}
+
+// validate's trial rounds run between the profile's passes: the hook is
+// called after every pass but the last, after that pass's measurements.
+TEST(Plan, BetweenPassesRunsAfterEveryPassButTheLast) {
+  ComputeOptions o = six_repetitions_in_three_passes();
   FakeBackend b;
   std::vector<std::pair<int, size_t>> hooks;  // (pass, layer timings so far)
   o.between_passes = [&](int pass) { hooks.emplace_back(pass, b.calls.size()); };
@@ -205,11 +211,7 @@ TEST(Plan, ExtraPassesRetakeOnlyTheMeasurementsWhosePassesDisagree) {
     }
   };
   ModelSpec m = model_by_name("gpt-tiny");
-  ComputeOptions o;
-  o.tp_degrees = {1};
-  o.micro_batches = {1};
-  o.repetitions = 6;
-  o.passes = 3;
+  ComputeOptions o = six_repetitions_in_three_passes();
   Slowed none;
   const ProfileRun before = profile_compute(none, m, o);
   EXPECT_DOUBLE_EQ(before.layers[1].fwd_ms, 15);  // 4 of 6 repetitions slow
