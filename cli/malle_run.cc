@@ -12,6 +12,7 @@
 #include "cli/plot.h"
 #include "core/error.h"
 #include "core/run.h"
+#include "core/stats.h"
 #include "db/store.h"
 
 namespace cellsched::cli {

@@ -23,6 +23,7 @@
 #include "cli/estimate_common.h"
 #include "cli/validate_report.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "db/profile_store.h"
 #include "profiler/comm.h"
 #include "profiler/compute.h"
@@ -42,8 +43,6 @@ std::string self_exe() {
   const auto p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "/proc/self/exe" : p.string();
 }
-
-double median_of(const std::vector<double>& v) { return validate::summarize(v).median; }
 
 struct RankTimes {
   std::vector<double> iteration, compute, sync, step;  // ms per timed iteration
@@ -116,7 +115,7 @@ Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
     std::vector<double> v((per_rank[0].*field).size(), 0);
     for (const auto& r : per_rank)
       for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
-    return median_of(v);
+    return median(v);
   };
   std::vector<double> collective, wait;
   for (size_t i = 0; i < per_rank[0].sync.size(); ++i) {
@@ -130,8 +129,8 @@ Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
     wait.push_back(hi - lo);
   }
   Trial t{slowest_of(&RankTimes::iteration), slowest_of(&RankTimes::compute),
-          collective.empty() ? 0 : median_of(collective), slowest_of(&RankTimes::step),
-          wait.empty() ? 0 : median_of(wait), {}};
+          collective.empty() ? 0 : median(collective), slowest_of(&RankTimes::step),
+          wait.empty() ? 0 : median(wait), {}};
   for (const auto& r : per_rank) t.checksums.push_back(r.param_checksum);
   // Data-parallel replicas start equal and apply the same averaged
   // gradients, so they must end equal; otherwise the run was not training.
@@ -238,10 +237,10 @@ class TrialRounds {
       for (size_t ci = 0; ci < configs_.size(); ++ci) {
         std::vector<double> ms;
         for (const Trial& t : trials_[ci]) ms.push_back(t.iteration_ms);
-        if (validate::unsettled(ms, kSettledSpread)) again.push_back(ci);
+        if (median_far_above_fastest(ms, kSettledSpread)) again.push_back(ci);
       }
-      const bool probe_again = probe_ && (validate::unsettled(alone_, kSettledSpread) ||
-                                          validate::unsettled(together_, kSettledSpread));
+      const bool probe_again = probe_ && (median_far_above_fastest(alone_, kSettledSpread) ||
+                                          median_far_above_fastest(together_, kSettledSpread));
       if (again.empty() && !probe_again) break;
       calibrate(host_);
       for (const size_t ci : again) run_trial(ci, s_.trials + extra);
@@ -352,10 +351,10 @@ json report_row(const Config& c, const std::vector<Trial>& trials, const estimat
           {"basis", estimator::basis_name(e.basis)},
           {"param_checksums", trials.back().checksums},
           {"measured_breakdown_ms",
-           {{"compute", median_of(comp)},
-            {"gradient_sync", median_of(sync)},
-            {"waiting_for_slower_rank", median_of(wait)},
-            {"optimizer", median_of(step)}}},
+           {{"compute", median(comp)},
+            {"gradient_sync", median(sync)},
+            {"waiting_for_slower_rank", median(wait)},
+            {"optimizer", median(step)}}},
           {"estimated_breakdown_ms",
            {{"compute", e.pipeline_compute_ms + e.pipeline_comm_ms},
             {"gradient_sync", e.stages.front().grad_sync_ms},
@@ -485,7 +484,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       {"extra_trials", rounds.extra_runs()},
       {"iterations", s.iterations},
       {"rows", rows},
-      {"median_abs_error_pct", median_of(errs)},
+      {"median_abs_error_pct", median(errs)},
       {"worst_abs_error_pct", *std::max_element(errs.begin(), errs.end())},
       {"within_spread_share", static_cast<double>(within) / static_cast<double>(rows.size())},
       {"colocation",
@@ -495,7 +494,7 @@ int cmd_validate(const std::vector<std::string>& args) {
         {"alone_ms", rounds.alone_ms()},
         {"together_ms", rounds.together_ms()},
         {"factor", eo.colocated_compute_factor},
-        {"median_abs_error_pct_without", median_of(errs_alone)},
+        {"median_abs_error_pct_without", median(errs_alone)},
         {"worst_abs_error_pct_without", *std::max_element(errs_alone.begin(), errs_alone.end())}}},
       {"profile_layers", validate_profile_layers_json(sel.compute)},
       {"host", validate_host_json(host, verdict)},

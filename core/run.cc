@@ -1,4 +1,5 @@
 #include "core/run.h"
+#include "core/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,17 +8,6 @@
 #include <type_traits>
 
 namespace cellsched {
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  p = std::clamp(p, 0.0, 100.0);
-  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  const double frac = rank - static_cast<double>(lo);
-  return values[lo] + (values[hi] - values[lo]) * frac;
-}
 
 namespace {
 

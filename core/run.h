@@ -37,10 +37,6 @@ struct RunMetrics {
   std::map<std::string, double> extra;  // later metrics (bound, fairness, ...)
 };
 
-// Percentile by linear interpolation between closest ranks (numpy's default);
-// `values` need not be sorted. 0 for an empty vector.
-double percentile(std::vector<double> values, double p);
-
 // Computes every metric from per-job results. TTD and JCT use finished jobs;
 // CRU uses all allocated GPU-seconds.
 RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,

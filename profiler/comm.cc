@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/parse_util.h"
+#include "core/stats.h"
 
 namespace cellsched::profiler {
 

@@ -8,32 +8,9 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace cellsched::profiler {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-namespace {
-
-double quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * (sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
-}
-
-}  // namespace
-
-double iqr(std::vector<double> v) {
-  if (v.size() < 2) return 0;
-  std::sort(v.begin(), v.end());
-  return quantile(v, 0.75) - quantile(v, 0.25);
-}
 
 std::string host_name() {
   char buf[256] = {};
@@ -102,12 +79,6 @@ LayerProfile describe(const ModelSpec& m, size_t index, int tp, int mb) {
 
 }  // namespace
 
-bool passes_disagree(const std::vector<double>& pass_ms, double settled_spread) {
-  if (pass_ms.size() < 2) return false;
-  const double mid = median(pass_ms);
-  return mid > 0 && mid - *std::min_element(pass_ms.begin(), pass_ms.end()) > settled_spread * mid;
-}
-
 int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes) {
   if (cache_bytes <= 0) cache_bytes = int64_t{32} << 20;
   const double working_set = 2 * model.total_params() * model.bytes_per_value;  // weights and gradients
@@ -169,7 +140,7 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
   for (int extra = 0; extra < opt.extra_passes; ++extra) {
     std::vector<size_t> again;
     for (size_t k = 0; k < plan.size(); ++k)
-      if (passes_disagree(pass_ms[k], opt.settled_spread)) again.push_back(k);
+      if (median_far_above_fastest(pass_ms[k], opt.settled_spread)) again.push_back(k);
     if (again.empty()) break;
     for (const size_t k : again) measure(k, extra_reps);
   }

@@ -34,10 +34,11 @@ struct ComputeOptions {
   // its trial rounds there, so profile and runs see the same host phases).
   std::function<void(int pass)> between_passes;
   // Up to this many more passes, after the planned ones, over the
-  // measurements whose passes disagree (passes_disagree: the median of their
-  // passes' medians, forward plus backward, more than `settled_spread` above
-  // the fastest pass, as when a slow phase of the host hit two of three
-  // passes). Each extra pass takes a planned pass's share of repetitions.
+  // measurements whose passes disagree: the median of their passes' medians,
+  // forward plus backward, more than `settled_spread` above the fastest pass
+  // (median_far_above_fastest in core/stats.h), as when a slow phase of the
+  // host hit two of three passes. Each extra pass takes a planned pass's
+  // share of repetitions.
   // 0 = none.
   int extra_passes = 0;
   double settled_spread = 0.10;
@@ -100,16 +101,6 @@ std::vector<PlannedMeasurement> plan_compute(const ModelSpec& model, const Compu
 // the cache (training keeps them there), else max(64 MiB, 4 x the cache);
 // an unknown cache size (0) counts as 32 MiB.
 int64_t cache_flush_for(const ModelSpec& model, int64_t cache_bytes);
-
-// Median and interquartile range (linear interpolation between order statistics).
-double median(std::vector<double> v);
-double iqr(std::vector<double> v);
-
-// Whether a measurement's passes disagree: the median of its passes' medians
-// (`pass_ms`) is more than `settled_spread` of itself above the fastest pass
-// (a slow phase of the host that hit most passes; one slow pass leaves the
-// median with the others). Fewer than two passes never disagree.
-bool passes_disagree(const std::vector<double>& pass_ms, double settled_spread);
 
 // Profiles `model` on `backend`: validates options (InputError), expands
 // TorchScript models, measures every planned shape and fills a ProfileRun

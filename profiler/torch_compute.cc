@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "profiler/backends.h"
 #include "profiler/torch_layers.h"
 

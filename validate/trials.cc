@@ -11,6 +11,8 @@
 #include <functional>
 #include <thread>
 
+#include "core/stats.h"
+
 namespace cellsched::validate {
 
 std::vector<std::pair<int, int>> interleaved_order(int configs, int trials) {
@@ -27,13 +29,6 @@ int round_after_pass(int round, int passes, int trials) {
 
 namespace {
 
-double quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
 double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
 
 }  // namespace
@@ -43,18 +38,12 @@ Spread summarize(std::vector<double> v) {
   s.n = static_cast<int>(v.size());
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
-  s.median = quantile(v, 0.5);
-  s.q1 = quantile(v, 0.25);
-  s.q3 = quantile(v, 0.75);
+  s.median = percentile(v, 50);
+  s.q1 = percentile(v, 25);
+  s.q3 = percentile(v, 75);
   s.min = v.front();
   s.max = v.back();
   return s;
-}
-
-bool unsettled(const std::vector<double>& samples, double max_spread) {
-  if (samples.size() < 2) return false;
-  const Spread sp = summarize(samples);
-  return sp.median > 0 && sp.median - sp.min > max_spread * sp.median;
 }
 
 double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms) {

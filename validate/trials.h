@@ -28,13 +28,6 @@ struct Spread {
 };
 Spread summarize(std::vector<double> samples);
 
-// Whether a sample is still unsettled: its median is more than `max_spread`
-// of itself above its fastest trial, so `validate` runs it again. A slow
-// phase of the host only slows trials: one slow trial of three leaves the
-// median with the fast ones (settled), two of three move it (unsettled, and
-// more trials can bring it back). Samples of fewer than two are settled.
-bool unsettled(const std::vector<double>& samples, double max_spread);
-
 // The co-location factor: how much slower the same training step runs as two
 // processes at once, one per CPU, each iteration waiting for the slower of
 // the two (`together_ms`), than as one process alone (`alone_ms`); the ratio

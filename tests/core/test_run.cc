@@ -7,20 +7,6 @@
 namespace cellsched {
 namespace {
 
-TEST(Percentile, MatchesNumpyLinear) {
-  // numpy.percentile([1, 2, 3, 4], p)
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 50), 2.5);
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 95), 3.85);
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 99), 3.97);
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 0), 1);
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 100), 4);
-  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 25), 1.75);
-  // numpy.percentile([10, 0, 80], 95) == 73.0
-  EXPECT_DOUBLE_EQ(percentile({10, 0, 80}, 95), 73);
-  EXPECT_DOUBLE_EQ(percentile({7}, 99), 7);
-  EXPECT_DOUBLE_EQ(percentile({}, 50), 0);
-}
-
 JobResult job(int64_t id, double arrival, double start, double completion, double gpu_s,
               int gpus = 1) {
   JobResult j;

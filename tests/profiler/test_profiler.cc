@@ -229,20 +229,8 @@ TEST(Plan, ExtraPassesRetakeOnlyTheMeasurementsWhosePassesDisagree) {
       EXPECT_EQ(after.layers[k].repetitions, 6);
     }
   }
-  // The rule itself.
-  EXPECT_TRUE(passes_disagree({10, 12, 12}, 0.1));   // 2 of 3 slow: median 12 is 17 % above 10
-  EXPECT_FALSE(passes_disagree({10, 12, 10}, 0.1));  // 1 of 3: the median stays at 10
-  EXPECT_FALSE(passes_disagree({10, 10.9, 11}, 0.1));
-  EXPECT_FALSE(passes_disagree({10}, 0.1));
   o.extra_passes = -1;
   EXPECT_THROW(profile_compute(two, m, o), InputError);
-}
-
-TEST(Stats, MedianAndInterquartileRange) {
-  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
-  EXPECT_DOUBLE_EQ(iqr({1, 2, 3, 4, 5}), 2);  // 4 - 2
-  EXPECT_DOUBLE_EQ(iqr({7}), 0);
 }
 
 TEST(Comm, BandwidthsAsNcclTestsReportThem) {

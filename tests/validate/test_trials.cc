@@ -62,22 +62,6 @@ TEST(Trials, MedianAndSpreadOnHandData) {
   EXPECT_EQ(summarize({}).n, 0);
 }
 
-TEST(Trials, UnsettledWhenTheMedianIsFarAboveTheFastestTrial) {
-  // Two slow trials of three: the median 345 is 45 ms, 13 %, above 300.
-  EXPECT_TRUE(unsettled({345, 300, 350}, 0.10));
-  EXPECT_FALSE(unsettled({345, 300, 350}, 0.15));
-  // One slow trial of three leaves the median with the fast ones: 310 is
-  // 3.2 % above 300, however slow the third.
-  EXPECT_FALSE(unsettled({300, 500, 310}, 0.10));
-  // 300, 329, 331: 9.7 % above.
-  EXPECT_FALSE(unsettled({300, 329, 331}, 0.10));
-  // Two more fast trials bring a median of five back.
-  EXPECT_FALSE(unsettled({345, 300, 350, 302, 305}, 0.10));
-  // Fewer than two trials: nothing to compare.
-  EXPECT_FALSE(unsettled({300}, 0.10));
-  EXPECT_FALSE(unsettled({}, 0.10));
-}
-
 TEST(Trials, ColocationFactorIsTheRatioOfMedians) {
   // Alone 300, 310, 330 ms (median 310); together, the slower of the two
   // processes per iteration, 320, 341, 400 (median 341): x1.1.

@@ -1,0 +1,33 @@
+#include "core/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cellsched {
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  p = std::clamp(p, 0.0, 100.0);
+  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  const double frac = rank - static_cast<double>(lo);
+  return values[lo] + (values[hi] - values[lo]) * frac;
+}
+
+double median(std::vector<double> values) { return percentile(std::move(values), 50); }
+
+double iqr(std::vector<double> values) {
+  if (values.size() < 2) return 0;
+  std::sort(values.begin(), values.end());
+  return percentile(values, 75) - percentile(values, 25);
+}
+
+bool median_far_above_fastest(const std::vector<double>& samples, double share) {
+  if (samples.size() < 2) return false;
+  const double mid = median(samples);
+  return mid > 0 && mid - *std::min_element(samples.begin(), samples.end()) > share * mid;
+}
+
+}  // namespace cellsched
