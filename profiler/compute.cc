@@ -142,6 +142,9 @@ ProfileRun profile_compute(ComputeBackend& backend, ModelSpec& model, const Comp
     for (size_t k = 0; k < plan.size(); ++k)
       if (median_far_above_fastest(pass_ms[k], opt.settled_spread)) again.push_back(k);
     if (again.empty()) break;
+    // Not straight after the pass that disagreed: a slow phase of the host
+    // that hit it is likely to last a while longer.
+    if (opt.between_passes) opt.between_passes(opt.passes - 1 + extra);
     for (const size_t k : again) measure(k, extra_reps);
   }
   for (size_t k = 0; k < plan.size(); ++k) {

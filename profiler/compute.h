@@ -31,15 +31,16 @@ struct ComputeOptions {
   // a measurement back to back.
   int passes = 1;
   // Optional: called after pass p of every pass but the last (validate runs
-  // its trial rounds there, so profile and runs see the same host phases).
+  // its trial rounds there, so profile and runs see the same host phases),
+  // and before each extra pass (below) with p = the passes done so far - 1,
+  // so that an extra pass does not follow the slow one straight away.
   std::function<void(int pass)> between_passes;
   // Up to this many more passes, after the planned ones, over the
   // measurements whose passes disagree: the median of their passes' medians,
   // forward plus backward, more than `settled_spread` above the fastest pass
   // (median_far_above_fastest in core/stats.h), as when a slow phase of the
   // host hit two of three passes. Each extra pass takes a planned pass's
-  // share of repetitions.
-  // 0 = none.
+  // share of repetitions. 0 = none.
   int extra_passes = 0;
   double settled_spread = 0.10;
   int threads = 0;                   // CPU threads (LibTorch and BLAS pools); 0 = their defaults

@@ -217,9 +217,16 @@ TEST(Plan, ExtraPassesRetakeOnlyTheMeasurementsWhosePassesDisagree) {
   EXPECT_DOUBLE_EQ(before.layers[1].fwd_ms, 15);  // 4 of 6 repetitions slow
   o.extra_passes = 2;
   Slowed two;
+  std::vector<std::pair<int, size_t>> hooks;  // (pass, layer timings so far)
+  o.between_passes = [&](int pass) { hooks.emplace_back(pass, two.calls.size()); };
   const ProfileRun after = profile_compute(two, m, o);
   const size_t n = after.layers.size();
   ASSERT_EQ(two.calls.size(), 3 * n + 2);  // layer 1 twice more, nothing else
+  // The hook runs before each extra pass too (validate's last trial round
+  // then separates the extra pass from the slow phase), not only between
+  // the planned passes.
+  const std::vector<std::pair<int, size_t>> want = {{0, n}, {1, 2 * n}, {2, 3 * n}, {3, 3 * n + 1}};
+  EXPECT_EQ(hooks, want);
   EXPECT_EQ(two.calls[3 * n], two.calls[1]);
   EXPECT_EQ(after.layers[1].repetitions, 10);
   EXPECT_DOUBLE_EQ(after.layers[1].fwd_ms, 10);  // 6 of 10 repetitions undisturbed
