@@ -271,6 +271,17 @@ double CostModel::collective_ms(const std::string& collective, int ranks, bool n
   return (alpha * steps(collective, ranks) + busbw_factor(collective, ranks) * bytes / (gbps * 1e3)) / 1000.0;
 }
 
+double CostModel::handoff_transfer_ms(bool network, double bytes) const {
+  const double whole = collective_ms("send_recv", 2, network, bytes);
+  if (whole <= 0) return 0;
+  if (comm_measured_) {
+    auto it = comm_.find({"send_recv", 2, network});
+    if (it != comm_.end()) return std::min(whole, std::max(0.0, it->second.beta()) * bytes / 1000.0);
+  }
+  const double gbps = network ? options_.network_gbps : same_host_gbps_;
+  return std::min(whole, bytes / (gbps * 1e3) / 1000.0);
+}
+
 double CostModel::tp_comm_ms(int layer, int tp, double mb, bool network) const {
   const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
   if (tp <= 1 || !l.tensor_parallel) return 0;

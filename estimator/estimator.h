@@ -83,6 +83,7 @@ struct StageEstimate {
   double fwd_ms = 0, bwd_ms = 0;     // compute, one micro-batch
   double tp_comm_ms = 0;             // tensor-parallel all-reduces, one micro-batch (fwd + bwd)
   double send_ms = 0;                // one hand-off to the next stage (activations out, or their gradients back), one micro-batch (0 for the last)
+  double send_transfer_ms = 0;       // the part of send_ms that grows with its size (without the latency)
   double grad_sync_ms = 0;           // data-parallel all-reduce of the stage's gradients, the part not hidden by backward
   double grad_sync_total_ms = 0;     // the whole all-reduce (overlapped or not)
   double optimizer_ms = 0;            // the step, and zeroing the gradients where they are kept
@@ -106,7 +107,7 @@ struct Estimate {
   double memory_capacity_bytes = 0;    // usable per GPU
   // Breakdown: iteration_ms = pipeline_compute_ms + pipeline_comm_ms + sync_ms.
   double pipeline_compute_ms = 0;      // max_j(s_j)(B-1) + sum_j s_j, s = compute + TP comm + accumulation + recompute
-  double pipeline_comm_ms = 0;         // the same form over the inter-stage sends
+  double pipeline_comm_ms = 0;         // the inter-stage hand-offs on the critical path (estimate())
   double sync_ms = 0;                  // max_j(gradient all-reduce + optimizer step)
   std::vector<StageEstimate> stages;
 };
@@ -159,6 +160,10 @@ class CostModel {
   double tp_comm_ms(int layer, int tp, double micro_batch, bool network) const;
   // A collective over `ranks` ranks of `bytes` per rank; 0 for one rank.
   double collective_ms(const std::string& collective, int ranks, bool network, double bytes) const;
+  // The part of a hand-off between two stages (send_recv over 2 ranks of
+  // `bytes`) that grows with its size: the measured curve's fitted slope x
+  // bytes, or bytes / the catalogue's link; never more than the whole hand-off.
+  double handoff_transfer_ms(bool network, double bytes) const;
   // The optimizer step over `params` parameters: memory-bound, at the compute
   // profile's measured bandwidth (scaled through the catalogue to another
   // type), else at the catalogue's.

@@ -355,7 +355,7 @@ std::string breakdown_json(const Estimate& e) {
   for (const auto& s : e.stages)
     st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp},
                   {"replica_micro_batch", s.replica_micro_batch}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
-                  {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"grad_sync_ms", s.grad_sync_ms}, {"grad_sync_total_ms", s.grad_sync_total_ms},
+                  {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"send_transfer_ms", s.send_transfer_ms}, {"grad_sync_ms", s.grad_sync_ms}, {"grad_sync_total_ms", s.grad_sync_total_ms},
                   {"optimizer_ms", s.optimizer_ms}, {"accumulate_ms", s.accumulate_ms},
                   {"recompute_ms", s.recompute_ms}, {"params_bytes", s.params_bytes},
                   {"grads_bytes", s.grads_bytes}, {"optimizer_bytes", s.optimizer_bytes},

@@ -70,9 +70,12 @@ TEST(Estimator, TwoStagePipelineByHand) {
   EXPECT_NEAR(e.stages[0].accumulate_ms, 9e-5, 1e-15);
   EXPECT_NEAR(e.pipeline_compute_ms, 60 + 5 * 9e-5, 1e-12);
   // Activations of 2 x 100 B: send_recv(200 B) = 5 + 45 x 100/900 = 10 us a
-  // hand-off. On the critical path: the 4 micro-batches' activations into
-  // stage 1 ((B - 1) x 10 + 10) and the last one's gradients back (10).
+  // hand-off, all of it transfer (the curve's fit: 0.05 us/B, no latency).
+  // On the critical path: the first micro-batch's activations into stage 1
+  // (10), the last one's gradients back (10), and the transfer of the other
+  // B - 1 (3 x 10).
   EXPECT_NEAR(e.stages[0].send_ms, 0.010, 1e-12);
+  EXPECT_NEAR(e.stages[0].send_transfer_ms, 0.010, 1e-12);
   EXPECT_DOUBLE_EQ(e.stages[1].send_ms, 0);
   EXPECT_NEAR(e.pipeline_comm_ms, 0.010 * 3 + 0.010 + 0.010, 1e-12);
   // SGD step: 2000 params x 12 B / 200 GB/s (catalogue cpu) = 1.2e-4 ms.
@@ -84,6 +87,35 @@ TEST(Estimator, TwoStagePipelineByHand) {
   EXPECT_DOUBLE_EQ(e.stages[0].memory_bytes, 8000 + 8000 + 1600 + 400);
   EXPECT_DOUBLE_EQ(e.stages[1].memory_bytes, 8000 + 8000 + 800 + 400);
   EXPECT_DOUBLE_EQ(e.memory_bytes, 18000);
+}
+
+// A hand-off's latency delays a pipeline once (fill and drain), not once per
+// micro-batch: sends are posted without waiting.
+TEST(Estimator, PipelineHandOffLatencyIsPaidOnceNotPerMicroBatch) {
+  const auto compute = toy_compute();
+  ProfileRun comm = toy_comm();
+  for (CommProfile& c : comm.comms)
+    if (c.collective == "send_recv") c.time_us += 995;  // 1000 us at 100 B, 1045 at 1000 B
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  Cell cell{"toy", "cpu", 1, 2, 2};
+  Plan p;
+  p.micro_batches = 4;
+  p.micro_batch_size = 2;
+  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  // 200 B: 1000 + 45 x 100/900 = 1005 us whole; the fit's slope 0.05 us/B
+  // x 200 B = 10 us of it transfer.
+  EXPECT_NEAR(e.stages[0].send_ms, 1.005, 1e-9);
+  EXPECT_NEAR(e.stages[0].send_transfer_ms, 0.010, 1e-9);
+  // Fill and drain whole (2 x 1.005), the 3 other micro-batches' transfer.
+  EXPECT_NEAR(e.pipeline_comm_ms, 2 * 1.005 + 3 * 0.010, 1e-9);
+  // Without a comm profile: the catalogue's latency and link (cpu: 5 us, and
+  // 200 B over its same-host bandwidth), the transfer alone no larger.
+  const CostModel catalogue(toy_model(), "cpu", compute, nullptr, sgd());
+  const Estimate c = estimate(catalogue, cell, p);
+  EXPECT_GT(c.stages[0].send_ms, c.stages[0].send_transfer_ms);
+  EXPECT_GT(c.stages[0].send_transfer_ms, 0);
+  EXPECT_NEAR(c.pipeline_comm_ms, 2 * c.stages[0].send_ms + 3 * c.stages[0].send_transfer_ms, 1e-12);
 }
 
 TEST(Estimator, DataParallelGradientSyncUsesTheAlphaBetaFitBeyondTheRange) {
