@@ -5,15 +5,19 @@
 
 namespace cellsched {
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
+double percentile_of_sorted(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
   p = std::clamp(p, 0.0, 100.0);
-  const double rank = p / 100.0 * static_cast<double>(values.size() - 1);
+  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
   const double frac = rank - static_cast<double>(lo);
-  return values[lo] + (values[hi] - values[lo]) * frac;
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  return percentile_of_sorted(values, p);
 }
 
 double median(std::vector<double> values) { return percentile(std::move(values), 50); }
@@ -21,7 +25,7 @@ double median(std::vector<double> values) { return percentile(std::move(values),
 double iqr(std::vector<double> values) {
   if (values.size() < 2) return 0;
   std::sort(values.begin(), values.end());
-  return percentile(values, 75) - percentile(values, 25);
+  return percentile_of_sorted(values, 75) - percentile_of_sorted(values, 25);
 }
 
 bool median_far_above_fastest(const std::vector<double>& samples, double share) {

@@ -8,6 +8,8 @@ namespace cellsched {
 // Percentile by linear interpolation between closest ranks (numpy's default);
 // `values` need not be sorted. 0 for an empty vector.
 double percentile(std::vector<double> values, double p);
+// The same of values already sorted ascending (no copy, no sort).
+double percentile_of_sorted(const std::vector<double>& sorted, double p);
 
 // percentile(values, 50): the middle value, or the mean of the two middle ones.
 double median(std::vector<double> values);

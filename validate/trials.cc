@@ -38,9 +38,9 @@ Spread summarize(std::vector<double> v) {
   s.n = static_cast<int>(v.size());
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
-  s.median = percentile(v, 50);
-  s.q1 = percentile(v, 25);
-  s.q3 = percentile(v, 75);
+  s.median = percentile_of_sorted(v, 50);
+  s.q1 = percentile_of_sorted(v, 25);
+  s.q3 = percentile_of_sorted(v, 75);
   s.min = v.front();
   s.max = v.back();
   return s;

@@ -50,15 +50,23 @@ TEST(Curve, SinglePointScalesProportionally) {
   EXPECT_DOUBLE_EQ(dup(2), 4);
 }
 
-TEST(Estimator, TwoStagePipelineByHand) {
-  const auto compute = toy_compute();
-  const auto comm = toy_comm();
-  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
-  Cell cell{"toy", "cpu", 1, 2, 2};
+// The toy model's 4 layers as 2 stages of 2, one process each on a 2-process
+// host, 4 micro-batches of 2.
+Cell two_process_host() { return Cell{"toy", "cpu", 1, 2, 2}; }
+Plan two_stages_of_two_layers() {
   Plan p;
   p.micro_batches = 4;
   p.micro_batch_size = 2;
   p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  return p;
+}
+
+TEST(Estimator, TwoStagePipelineByHand) {
+  const auto compute = toy_compute();
+  const auto comm = toy_comm();
+  const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
+  const Cell cell = two_process_host();
+  const Plan p = two_stages_of_two_layers();
   const Estimate e = estimate(cm, cell, p);
   ASSERT_TRUE(e.feasible);
   EXPECT_EQ(e.basis, Basis::Measured);
@@ -97,11 +105,8 @@ TEST(Estimator, PipelineHandOffLatencyIsPaidOnceNotPerMicroBatch) {
   for (CommProfile& c : comm.comms)
     if (c.collective == "send_recv") c.time_us += 995;  // 1000 us at 100 B, 1045 at 1000 B
   const CostModel cm(toy_model(), "cpu", compute, &comm, sgd());
-  Cell cell{"toy", "cpu", 1, 2, 2};
-  Plan p;
-  p.micro_batches = 4;
-  p.micro_batch_size = 2;
-  p.stages = {{0, 2, 1, 1}, {2, 2, 1, 1}};
+  const Cell cell = two_process_host();
+  const Plan p = two_stages_of_two_layers();
   const Estimate e = estimate(cm, cell, p);
   // 200 B: 1000 + 45 x 100/900 = 1005 us whole; the fit's slope 0.05 us/B
   // x 200 B = 10 us of it transfer.
