@@ -30,8 +30,10 @@ Spread summarize(std::vector<double> samples);
 
 // The co-location factor: how much slower the same training step runs as two
 // processes at once, one per CPU, each iteration waiting for the slower of
-// the two (`together_ms`), than as one process alone (`alone_ms`); the ratio
-// of their medians. 1 when either sample is empty or not positive.
+// the two (`together_ms`), than as one process alone (`alone_ms`). With one
+// of each per probe round (equal sizes, paired by index) it is the median of
+// the rounds' ratios; otherwise the ratio of the medians. Pairs with a time
+// that is not positive are skipped; 1 when nothing sensible is left.
 double colocation_factor(const std::vector<double>& alone_ms, const std::vector<double>& together_ms);
 
 // CPU time of the whole machine and of this process with its waited-for

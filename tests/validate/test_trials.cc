@@ -62,15 +62,24 @@ TEST(Trials, MedianAndSpreadOnHandData) {
   EXPECT_EQ(summarize({}).n, 0);
 }
 
-TEST(Trials, ColocationFactorIsTheRatioOfMedians) {
-  // Alone 300, 310, 330 ms (median 310); together, the slower of the two
-  // processes per iteration, 320, 341, 400 (median 341): x1.1.
-  EXPECT_NEAR(colocation_factor({330, 300, 310}, {400, 320, 341}), 1.1, 1e-12);
+TEST(Trials, ColocationFactorIsTheMedianOfTheRoundsRatios) {
+  // Alone 300, 310, 330 ms; together, the slower of the two processes per
+  // iteration, 320, 341, 400, round by round: ratios 1.067, 1.1, 1.212.
+  EXPECT_NEAR(colocation_factor({300, 310, 330}, {320, 341, 400}), 1.1, 1e-12);
+  // A slow phase that starts between round 2's two runs and lasts through
+  // round 3: the ratio of the medians (420 / 305) takes it for co-location,
+  // the rounds' own ratios (1.06, 1.377, 1.06) do not.
+  EXPECT_NEAR(colocation_factor({300, 305, 400}, {318, 420, 424}), 1.06, 1e-12);
+  // A round with a time that is not sensible is left out.
+  EXPECT_NEAR(colocation_factor({300, 0, 310}, {330, 320, 341}), 1.1, 1e-12);
+  // Unpaired samples: the ratio of the medians (310 and 341).
+  EXPECT_NEAR(colocation_factor({330, 300, 310}, {400, 341}), (341 + 400) / 2.0 / 310, 1e-12);
   // No probe, or nothing sensible measured: no correction.
   EXPECT_EQ(colocation_factor({}, {320}), 1);
   EXPECT_EQ(colocation_factor({300}, {}), 1);
   EXPECT_EQ(colocation_factor({0}, {320}), 1);
   EXPECT_EQ(colocation_factor({300}, {-1}), 1);
+  EXPECT_EQ(colocation_factor({300, 310}, {-1}), 1);
 }
 
 HostObservation observed(double busy_s, double own_s, double total_s, std::vector<double> calib) {
