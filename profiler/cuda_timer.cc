@@ -100,6 +100,16 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
 }
 
 class CuptiActivityApi : public ActivityApi {
+  // CUPTI writes an external-correlation record only in front of a runtime or
+  // driver API record (cupti_activity.h, cuptiActivityPushExternalCorrelationId),
+  // so those kinds must be on although their records are skipped: with kernels
+  // and correlations alone, no kernel maps to a region (seen on an H100,
+  // CUDA 13.0). Runtime for cudaLaunchKernel, driver for libraries that launch
+  // through cuLaunchKernel (cuBLAS, cuDNN).
+  static constexpr CUpti_ActivityKind kKinds[] = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+
  public:
   CuptiActivityApi() {
     {
@@ -109,17 +119,16 @@ class CuptiActivityApi : public ActivityApi {
         s.free_buffers.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
     }
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    for (CUpti_ActivityKind k : kKinds)
+      if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(k);
     if (r != CUPTI_SUCCESS) {
-      cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
       throw std::runtime_error("CUPTI unavailable: " + cupti_error(r));
     }
   }
   ~CuptiActivityApi() override {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
   }
   void push_external_id(uint64_t id) override {
     cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);

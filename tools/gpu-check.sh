@@ -11,6 +11,7 @@
 # 2. builds cellsched and the profiler tests;
 # 3. runs test_cuda_profiler (CUPTI buffer parsing; CUPTI and CUDA-event timers
 #    around a real kernel; NCCL between processes) and fails if they skip;
+#    and cellsched-gpu-smoke (the same paths without LibTorch);
 # 4. runs a short `profile comm --backend nccl` and, with a CUDA LibTorch,
 #    a short `profile compute --device cuda:0` (CUPTI, then CUDA events).
 set -euo pipefail
@@ -33,7 +34,8 @@ fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLSCHED_BUILD_BENCHMARKS=OFF \
   -DCELLSCHED_WITH_CUDA=ON "${torch_args[@]}"
-cmake --build "$build" -j "$jobs" --target cellsched test_cuda_profiler test_profiler
+cmake --build "$build" -j "$jobs" --target cellsched cellsched-gpu-smoke test_cuda_profiler test_profiler
+"$build/cellsched-gpu-smoke"
 
 "$build/tests/test_cuda_profiler" --gtest_brief=0 | tee "$build/gpu-check-tests.txt"
 if grep -q "SKIPPED" "$build/gpu-check-tests.txt"; then
