@@ -54,10 +54,26 @@ void conv_bn(std::vector<Op>& ops, double mb, double in, double out, double ksiz
   ops.push_back(stream(OpClass::Elementwise, mb * out * pixels * bpv * (relu ? 5 : 3), relu ? 2 : 1));
 }
 
+// Mixed precision as torch.autocast runs it: the GEMMs take 16-bit operands,
+// but the embedding's output (an fp32 table), every residual add (fp32 + 16-bit
+// promotes to fp32) and layer norm (on autocast's fp32 list) stay fp32, and
+// the next GEMM's input is a cast. `rb` is the residual stream's value size.
+double residual_bytes(const ModelSpec& m) { return std::max(4, m.bytes_per_value); }
+
+// Layer norm over the residual stream: read and write at `rb`, plus the cast
+// to the GEMMs' precision when that is narrower.
+Op layer_norm(double elements, double bpv, double rb) {
+  return rb > bpv ? stream(OpClass::Elementwise, elements * (3 * rb + bpv), 2)
+                  : stream(OpClass::Elementwise, elements * 2 * bpv, 1);
+}
+
 void decoder_ops(std::vector<Op>& ops, const ModelSpec& m, const LayerSpec& l, double mb, double tp) {
-  const double h = m.hidden, s = m.seq, a = m.heads, bpv = m.bytes_per_value;
+  const double h = m.hidden, s = m.seq, a = m.heads, bpv = m.bytes_per_value, rb = residual_bytes(m);
   const double T = mb * s, d = h / a, ap = a / tp, hp = h / tp;
-  ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));  // layer norm
+  // Dropout over the branch output (read, write) and the residual add (read
+  // the stream and the branch, write the stream).
+  const double residual_add = T * h * (3 * bpv + 2 * rb);
+  ops.push_back(layer_norm(T * h, bpv, rb));
   ops.push_back(product(OpClass::Gemm, T, 3 * hp, h, 1, bpv));      // QKV
   if (m.fused_attention) {
     // One kernel: both products, the softmax in registers; reads Q, K, V and
@@ -75,8 +91,8 @@ void decoder_ops(std::vector<Op>& ops, const ModelSpec& m, const LayerSpec& l, d
   }
   ops.push_back(stream(OpClass::Elementwise, 4 * T * hp * bpv, 2));   // head split / merge copies
   ops.push_back(product(OpClass::Gemm, T, h, hp, 1, bpv));            // output projection
-  ops.push_back(stream(OpClass::Elementwise, 5 * T * h * bpv, 2));    // dropout + residual
-  ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));    // layer norm
+  ops.push_back(stream(OpClass::Elementwise, residual_add, 2));       // dropout + residual
+  ops.push_back(layer_norm(T * h, bpv, rb));
   if (l.kind == "moe_decoder") {
     const double e = m.experts, k = m.top_k, te = T * k / e;
     ops.push_back(product(OpClass::Gemm, T, e, h, 1, bpv));  // router
@@ -89,7 +105,7 @@ void decoder_ops(std::vector<Op>& ops, const ModelSpec& m, const LayerSpec& l, d
     ops.push_back(stream(OpClass::Elementwise, 2 * T * 4 * hp * bpv, 1));  // GELU
     ops.push_back(product(OpClass::Gemm, T, h, 4 * hp, 1, bpv));         // MLP down
   }
-  ops.push_back(stream(OpClass::Elementwise, 5 * T * h * bpv, 2));  // dropout + residual
+  ops.push_back(stream(OpClass::Elementwise, residual_add, 2));  // dropout + residual
 }
 
 void residual_ops(std::vector<Op>& ops, const LayerSpec& l, double mb, double bpv) {
@@ -116,15 +132,18 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
   if ((l.kind == "decoder" || l.kind == "moe_decoder") && m.hidden > 0) {
     decoder_ops(ops, m, l, mb, tp);
   } else if (l.kind == "embedding" && m.hidden > 0) {
-    const double T = mb * m.seq, h = m.hidden;
-    ops.push_back(stream(OpClass::Embedding, 2 * T * h / tp * bpv + 8 * T, 1));  // gather
-    ops.push_back(stream(OpClass::Elementwise, 3 * T * h * bpv, 2));           // + positions, dropout
+    // The table is fp32 under autocast: the gather and the stream are at `rb`.
+    const double T = mb * m.seq, h = m.hidden, rb = residual_bytes(m);
+    ops.push_back(stream(OpClass::Embedding, 2 * T * h / tp * rb + 8 * T, 1));  // gather
+    ops.push_back(stream(OpClass::Elementwise, 3 * T * h * rb, 2));           // + positions, dropout
   } else if (l.kind == "head" && m.hidden > 0 && m.vocab > 0) {
     const double T = mb * m.seq, h = m.hidden, v = m.vocab / tp;
-    ops.push_back(stream(OpClass::Elementwise, 2 * T * h * bpv, 1));  // final layer norm
-    ops.push_back(product(OpClass::Gemm, T, v, h, 1, bpv));           // logits
-    // Cross-entropy: log-softmax in fp32 (read logits, write fp32), the loss gather.
-    ops.push_back(stream(OpClass::Loss, T * v * (bpv + 8), 3));
+    ops.push_back(layer_norm(T * h, bpv, residual_bytes(m)));  // final layer norm
+    ops.push_back(product(OpClass::Gemm, T, v, h, 1, bpv));    // logits
+    // Cross-entropy: log-softmax in fp32 (read logits, write fp32), the loss
+    // gather; 16-bit logits are first cast to an fp32 copy (autocast's fp32 list).
+    const bool cast = bpv < 4;
+    ops.push_back(stream(OpClass::Loss, T * v * (bpv + 8 + (cast ? bpv + 4 : 0)), cast ? 4 : 3));
   } else if (l.kind == "conv" && l.out_channels > 0) {
     const bool imagenet = l.stride > 1;
     const double out = l.out_channels, img = m.image > 0 ? m.image : l.spatial;
@@ -169,11 +188,12 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
 bool fused_attention(const ModelSpec& m, const GpuSpec& g) {
   if (m.attention != Attention::Auto) return m.attention == Attention::Fused;
   const bool transformer = (m.family == "gpt" || m.family == "moe") && m.hidden > 0;
-  // PyTorch 2's scaled_dot_product_attention: flash on Ampere and newer, the
-  // memory-efficient (CUTLASS) kernel on Volta and Turing; both fused.
+  // PyTorch 2's scaled_dot_product_attention: flash for 16-bit on Ampere and
+  // newer, else the memory-efficient (CUTLASS) kernel, which also takes fp32
+  // (what ran for the fp32 and TF32 rows of h100.csv); both fused.
   const bool fused_arch = g.arch == "volta" || g.arch == "turing" || g.arch == "ampere" || g.arch == "ada" ||
                           g.arch == "hopper";
-  return transformer && m.bytes_per_value == 2 && fused_arch;
+  return transformer && fused_arch;
 }
 
 const Efficiency& efficiency_of(const GpuSpec& g) {

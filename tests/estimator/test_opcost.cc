@@ -244,6 +244,31 @@ TEST(OpCost, LstmStepsInSequence) {
 // Fused attention: chosen for 16-bit transformers on Ampere and newer (and as
 // the model asks otherwise); one kernel with both products' FLOPs, no score
 // matrix in memory (fewer saved bytes), faster than unfused at long sequences.
+// Mixed precision as torch.autocast runs it: the residual stream, layer norms
+// and the loss are fp32, the GEMM inputs 16-bit casts (docs/estimator.md).
+TEST(OpCost, MixedPrecisionKeepsTheResidualStreamFp32) {
+  const ModelSpec half = with_precision(model_by_name("gpt-125m"), Precision::BF16);
+  const ModelSpec full = with_precision(model_by_name("gpt-125m"), Precision::FP32);
+  const double s = half.seq, h = half.hidden, v = half.vocab;
+  const auto hb = layer_ops(half, half.layers[1], 1, 1), fb = layer_ops(full, full.layers[1], 1, 1);
+  // Layer norm: read and write fp32, then the cast to bf16 (two kernels), against read + write.
+  EXPECT_DOUBLE_EQ(hb.front().bytes, s * h * (3 * 4 + 2));
+  EXPECT_EQ(hb.front().kernels, 2);
+  EXPECT_DOUBLE_EQ(fb.front().bytes, s * h * 2 * 4);
+  // Dropout + residual add (the last op): bf16 branch, fp32 stream.
+  EXPECT_DOUBLE_EQ(hb.back().bytes, s * h * (3 * 2 + 2 * 4));
+  EXPECT_DOUBLE_EQ(fb.back().bytes, s * h * 5 * 4);
+  // The loss reads bf16 logits through an fp32 copy.
+  const auto hh = layer_ops(half, half.layers.back(), 1, 1), fh = layer_ops(full, full.layers.back(), 1, 1);
+  EXPECT_EQ(hh.back().cls, OpClass::Loss);
+  EXPECT_DOUBLE_EQ(hh.back().bytes, s * v * (2 + 8 + 2 + 4));
+  EXPECT_DOUBLE_EQ(fh.back().bytes, s * v * (4 + 8));
+  // The embedding table is fp32 under autocast: the gather moves what fp32 does.
+  EXPECT_DOUBLE_EQ(layer_ops(half, half.layers[0], 1, 1)[0].bytes, layer_ops(full, full.layers[0], 1, 1)[0].bytes);
+  // The GEMMs stay 16-bit: the QKV product moves half of fp32's bytes.
+  EXPECT_DOUBLE_EQ(hb[1].bytes * 2, fb[1].bytes);
+}
+
 TEST(OpCost, FusedAttentionWhereFlashRuns) {
   ModelSpec m = with_precision(model_by_name("gpt-125m"), Precision::BF16);
   EXPECT_TRUE(fused_attention(m, gpu("a100-80")));
@@ -251,7 +276,11 @@ TEST(OpCost, FusedAttentionWhereFlashRuns) {
   EXPECT_TRUE(fused_attention(m, gpu("v100")));   // the memory-efficient kernel
   EXPECT_FALSE(fused_attention(m, gpu("p100")));  // no tensor cores
   EXPECT_FALSE(fused_attention(m, gpu("k80")));
-  EXPECT_FALSE(fused_attention(with_precision(model_by_name("gpt-125m"), Precision::FP32), gpu("a100-80")));
+  // fp32 too: SDPA's memory-efficient kernel takes it (it ran for h100.csv's fp32 rows).
+  EXPECT_TRUE(fused_attention(with_precision(model_by_name("gpt-125m"), Precision::FP32), gpu("a100-80")));
+  EXPECT_FALSE(fused_attention(with_precision(model_by_name("gpt-125m"), Precision::FP32), gpu("p100")));
+  // Gavel's Transformer is written with unfused attention, at any precision.
+  EXPECT_FALSE(fused_attention(with_precision(model_by_name("transformer"), Precision::FP16), gpu("v100")));
   EXPECT_FALSE(fused_attention(model_by_name("resnet-50"), gpu("a100-80")));
   m.attention = Attention::Unfused;
   EXPECT_FALSE(fused_attention(m, gpu("a100-80")));
