@@ -243,6 +243,28 @@ ModelSpec wrn(std::string name, int depth, int width, int image, int classes) {
   return m;
 }
 
+// torch.autocast keeps a transformer's residual stream and its loss in fp32:
+// each layer norm saves an fp32 input (two per block), the embedding's output
+// is fp32, and the loss keeps fp32 log-probabilities (and, in backward, fp32
+// gradients) of every logit. `sign` adds (+1) or removes (-1) those bytes
+// beyond what the layers' formulas count at `bpv`. Measured on an H100:
+// GPT-125M's peak memory at bf16 exceeded the 2-byte count by about 8 bytes
+// per logit (docs/estimator.md, "H100, measured here").
+void autocast_fp32_bytes(ModelSpec& m, int bpv, double sign) {
+  if (bpv >= 4 || (m.family != "gpt" && m.family != "moe") || m.hidden <= 0) return;
+  const double s = m.seq, h = m.hidden, v = m.vocab, gap = sign * (4 - bpv);
+  for (LayerSpec& l : m.layers) {
+    if (l.kind == "decoder" || l.kind == "moe_decoder") {
+      l.saved_bytes_per_sample += 2 * s * h * gap;
+    } else if (l.kind == "embedding") {
+      l.activation_bytes_per_sample += s * h * gap;
+    } else if (l.kind == "head") {
+      l.saved_bytes_per_sample += s * v * gap;
+      l.activation_bytes_per_sample += s * v * gap;
+    }
+  }
+}
+
 // Checks a family's parameters and builds its layers; `where` prefixes errors.
 void build(ModelSpec& m, const std::string& file, long line) {
   auto need = [&](bool ok, const std::string& what) {
@@ -259,6 +281,7 @@ void build(ModelSpec& m, const std::string& file, long line) {
            "experts must be positive and 1 <= top_k <= experts");
     }
     add_gpt_layers(m);
+    autocast_fp32_bytes(m, m.bytes_per_value, +1);  // a model built at 16 bits
   } else if (m.family == "wrn") {
     need(m.width_factor > 0 && m.image >= 8 && m.classes > 0, "width_factor, image (>= 8) and classes must be positive");
     if (m.image >= 128) {
@@ -454,15 +477,18 @@ ModelSpec load_model_yaml(const std::string& path) {
   return m;
 }
 
+
 ModelSpec with_precision(ModelSpec m, Precision p) {
   if (p == Precision::Default) throw std::logic_error("with_precision: resolve the precision first");
+  autocast_fp32_bytes(m, m.bytes_per_value, -1);
   const double r = static_cast<double>(bytes_per_value(p)) / m.bytes_per_value;
   for (LayerSpec& l : m.layers) {
     l.activation_bytes_per_sample *= r;
-    l.saved_bytes_per_sample *= r;
+    if (l.kind != "embedding") l.saved_bytes_per_sample *= r;  // it saves token ids (int64)
   }
   m.bytes_per_value = bytes_per_value(p);
   m.precision = p;
+  autocast_fp32_bytes(m, m.bytes_per_value, +1);
   return m;
 }
 

@@ -3,6 +3,9 @@
 // all-reduce with backward and memory by precision.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <algorithm>
 #include <cmath>
 
@@ -184,7 +187,14 @@ TEST(CostModel, PrecisionChangesMemory) {
   EXPECT_NEAR(b.stages[0].params_bytes, 2 * params, 1);
   EXPECT_NEAR(a.stages[0].optimizer_bytes, 8 * params, 1);   // Adam moments
   EXPECT_NEAR(b.stages[0].optimizer_bytes, 12 * params, 1);  // + fp32 master weights
-  EXPECT_NEAR(b.stages[0].activation_bytes, a.stages[0].activation_bytes / 2, 1);
+  // Half the fp32 activations, plus what autocast keeps in fp32 (4 - 2 bytes
+  // more per value): two layer-norm inputs per block and the log-probabilities
+  // saved, and the logits' transient pair (twice the largest activation) held
+  // at 4 bytes, per sample of the micro-batch; the token ids (8 bytes each)
+  // keep their size.
+  const double s = m.seq, h = m.hidden, v = m.vocab, mb = 4;
+  const double autocast = mb * (m.num_layers * 2 * s * h * 2 + s * v * 2 + 2 * s * v * 4 / 2 + s * 8 / 2);
+  EXPECT_NEAR(b.stages[0].activation_bytes, a.stages[0].activation_bytes / 2 + autocast, 1);
   EXPECT_LT(b.iteration_ms, a.iteration_ms / 3);  // tensor cores
   Options tf32;
   tf32.precision = Precision::TF32;
@@ -267,6 +277,37 @@ TEST(OpCost, MixedPrecisionKeepsTheResidualStreamFp32) {
   EXPECT_DOUBLE_EQ(layer_ops(half, half.layers[0], 1, 1)[0].bytes, layer_ops(full, full.layers[0], 1, 1)[0].bytes);
   // The GEMMs stay 16-bit: the QKV product moves half of fp32's bytes.
   EXPECT_DOUBLE_EQ(hb[1].bytes * 2, fb[1].bytes);
+}
+
+// Precision changes keep autocast's fp32 bytes exact: a round trip through
+// fp32 gives back the bf16 layers, and a model built at 16 bits (YAML
+// `precision: bf16`) equals the zoo's converted one.
+TEST(CostModel, AutocastBytesSurviveRoundTrips) {
+  const ModelSpec bf16 = with_precision(model_by_name("gpt-125m"), Precision::BF16);
+  const ModelSpec back = with_precision(with_precision(bf16, Precision::FP32), Precision::BF16);
+  ASSERT_EQ(back.layers.size(), bf16.layers.size());
+  for (size_t i = 0; i < bf16.layers.size(); ++i) {
+    EXPECT_DOUBLE_EQ(back.layers[i].saved_bytes_per_sample, bf16.layers[i].saved_bytes_per_sample) << i;
+    EXPECT_DOUBLE_EQ(back.layers[i].activation_bytes_per_sample, bf16.layers[i].activation_bytes_per_sample) << i;
+  }
+  const double s = bf16.seq, h = bf16.hidden, v = bf16.vocab;
+  EXPECT_DOUBLE_EQ(bf16.layers.back().activation_bytes_per_sample, s * v * 4);  // fp32 log-probabilities
+  EXPECT_DOUBLE_EQ(bf16.layers.back().saved_bytes_per_sample, s * h * 2 + s * v * 4);
+  const ModelSpec fp32 = with_precision(bf16, Precision::FP32);
+  EXPECT_DOUBLE_EQ(fp32.layers.back().saved_bytes_per_sample, s * h * 4 + s * v * 4);
+  // Built at 16 bits from YAML: the same bytes as the zoo's model converted.
+  const auto yaml = std::filesystem::temp_directory_path() /
+                    ("cellsched_autocast_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".yaml");
+  std::ofstream(yaml) << "family: gpt\nhidden: 768\nnum_layers: 12\nheads: 12\nseq: 1024\nvocab: 50257\nprecision: bf16\n";
+  const ModelSpec built = load_model(yaml.string());
+  std::filesystem::remove(yaml);
+  ASSERT_EQ(built.layers.size(), bf16.layers.size());
+  for (size_t i = 0; i < bf16.layers.size(); ++i)
+    EXPECT_DOUBLE_EQ(built.layers[i].saved_bytes_per_sample, bf16.layers[i].saved_bytes_per_sample) << i;
+  // CNNs have no such bytes: half precision halves them.
+  const ModelSpec r = model_by_name("resnet-50");
+  EXPECT_DOUBLE_EQ(with_precision(r, Precision::BF16).layers[3].saved_bytes_per_sample,
+                   r.layers[3].saved_bytes_per_sample / 2);
 }
 
 TEST(OpCost, FusedAttentionWhereFlashRuns) {
