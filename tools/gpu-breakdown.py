@@ -89,7 +89,7 @@ def breakdown(model, batch, prec, optim, dev, steps=5):
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA:
             continue
-        us = e.device_time if hasattr(e, "device_time") else e.cuda_time
+        us = e.time_range.elapsed_us()  # a kernel event's own span on the device
         if us <= 0:
             continue
         cls = classify(e.name)
