@@ -1,5 +1,6 @@
 // `cellsched estimate --validate FILE`: the estimator against real GPU
 // measurements (estimator/measurements.h describes the CSV). No LibTorch.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -20,6 +21,9 @@ void print_summary(std::ostream& out, const std::string& name, const estimator::
   out << (name.empty() ? "all" : name) << ": " << s.rows << " rows, median |error| " << percent(s.median_error)
       << ", worst " << percent(s.worst_error) << ", GPU-type pairs ordered " << s.ordered << "/" << s.pairs;
   if (s.pairs > 0) out << " (" << percent(static_cast<double>(s.ordered) / s.pairs) << ")";
+  if (s.memory_rows > 0)
+    out << "; memory: " << s.memory_rows << " rows, median |error| " << percent(s.memory_median_error) << ", worst "
+        << percent(s.memory_worst_error);
   out << "\n";
 }
 
@@ -31,7 +35,7 @@ int run_validate_gpu(const std::vector<std::string>& args) {
   opt.add_options()
       ("validate", po::value(&file)->required(),
        "CSV of measured iterations: model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s"
-       "[,split][,optimizer][,source]; batch = global samples per iteration")
+       "[,split][,optimizer][,peak_memory_gib][,source]; batch = global samples per iteration")
       ("split", po::value(&split)->default_value(""), "only rows of this split (e.g. validation)")
       ("transfer-from", po::value(&from)->default_value(""),
        "also price each row as a transfer from its twin measured on this GPU type (same model, batch, "
@@ -56,11 +60,15 @@ int run_validate_gpu(const std::vector<std::string>& args) {
                    {"hosts", c.m.hosts}, {"gpus_per_host", c.m.gpus_per_host}, {"split", c.m.split},
                    {"measured_s", c.m.iter_time_s}, {"estimated_s", c.estimated_s}, {"ratio", c.ratio()},
                    {"basis", c.basis}, {"feasible", c.feasible}, {"micro_batches", c.micro_batches},
-                   {"transferred_s", c.transferred_s > 0 ? nlohmann::json(c.transferred_s) : nlohmann::json()}});
+                   {"transferred_s", c.transferred_s > 0 ? nlohmann::json(c.transferred_s) : nlohmann::json()},
+                   {"estimated_memory_gib", c.estimated_memory_gib},
+                   {"peak_memory_gib", c.m.peak_memory_gib > 0 ? nlohmann::json(c.m.peak_memory_gib) : nlohmann::json()}});
     nlohmann::json s = nlohmann::json::object();
     for (const auto& [k, v] : sums)
       s[k.empty() ? "all" : k] = {{"rows", v.rows}, {"median_error", v.median_error}, {"worst_error", v.worst_error},
-                                  {"pairs", v.pairs}, {"ordered", v.ordered}};
+                                  {"pairs", v.pairs}, {"ordered", v.ordered}, {"memory_rows", v.memory_rows},
+                                  {"memory_median_error", v.memory_median_error},
+                                  {"memory_worst_error", v.memory_worst_error}};
     if (!from.empty())
       s["transferred"] = {{"from", from}, {"rows", moved.rows}, {"median_error", moved.median_error},
                           {"worst_error", moved.worst_error}, {"pairs", moved.pairs}, {"ordered", moved.ordered}};
@@ -70,6 +78,8 @@ int run_validate_gpu(const std::vector<std::string>& args) {
   std::vector<std::string> head = {"line", "model", "batch", "prec", "GPU type", "GPUs", "split", "measured s",
                                    "modeled s", "ratio", "accum", "basis"};
   if (!from.empty()) head.insert(head.end(), {"transferred s", "ratio"});
+  const bool memory = std::any_of(rows.begin(), rows.end(), [](const auto& c) { return c.m.peak_memory_gib > 0; });
+  if (memory) head.insert(head.end(), {"peak GiB", "est GiB", "mem ratio"});
   Table t(head);
   for (const auto& c : rows) {
     std::vector<std::string> r = {std::to_string(c.m.line), c.m.model, std::to_string(c.m.batch),
@@ -80,6 +90,12 @@ int run_validate_gpu(const std::vector<std::string>& args) {
     if (!from.empty()) {
       r.push_back(c.transferred_s > 0 ? fixed(c.transferred_s, 4) : "-");
       r.push_back(c.transferred_s > 0 ? fixed(c.transferred_s / c.m.iter_time_s, 2) : "-");
+    }
+    if (memory) {
+      const bool has = c.m.peak_memory_gib > 0;
+      r.push_back(has ? fixed(c.m.peak_memory_gib, 1) : "-");
+      r.push_back(fixed(c.estimated_memory_gib, 1));
+      r.push_back(has ? fixed(c.memory_ratio(), 2) : "-");
     }
     t.add(r);
   }

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/parse_util.h"
+#include "core/stats.h"
 #include "estimator/estimator.h"
 
 namespace cellsched::estimator {
@@ -40,7 +41,7 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   const auto lines = detail::split_lines(text);
   std::vector<Measurement> out;
   std::vector<std::string> header;
-  int split_col = -1, source_col = -1, optimizer_col = -1;
+  int split_col = -1, source_col = -1, optimizer_col = -1, memory_col = -1;
   const std::string dir = std::filesystem::path(path).parent_path().string();
   for (size_t i = 0; i < lines.size(); ++i) {
     const long ln = static_cast<long>(i) + 1;
@@ -56,6 +57,7 @@ std::vector<Measurement> read_measurements(const std::string& path) {
         if (header[c] == "split") split_col = static_cast<int>(c);
         if (header[c] == "source") source_col = static_cast<int>(c);
         if (header[c] == "optimizer") optimizer_col = static_cast<int>(c);
+        if (header[c] == "peak_memory_gib") memory_col = static_cast<int>(c);
       }
       continue;
     }
@@ -89,6 +91,13 @@ std::vector<Measurement> read_measurements(const std::string& path) {
       if (m.optimizer != "adam" && m.optimizer != "sgd" && m.optimizer != "sgd-momentum")
         fail_input(path, ln, "optimizer must be adam, sgd or sgd-momentum, got '" + m.optimizer + "'");
     }
+    if (memory_col >= 0 && !f[static_cast<size_t>(memory_col)].empty()) {
+      const std::string& v = f[static_cast<size_t>(memory_col)];
+      const auto g = detail::to_double(v);
+      if (!g || !std::isfinite(*g) || *g <= 0 || *g >= 1e6)
+        fail_input(path, ln, "peak_memory_gib must be a positive number of GiB below 1e6 (or empty), got '" + v + "'");
+      m.peak_memory_gib = *g;
+    }
     out.push_back(std::move(m));
   }
   if (header.empty()) fail_input(path, 1, "empty file (expected the header " + std::string("model,batch,...") + ")");
@@ -121,6 +130,7 @@ Comparison modeled(const Measurement& m, const ModelSpec& spec) {
       c.basis = basis_name(e.basis);
       c.feasible = e.feasible;
       c.micro_batches = b;
+      c.estimated_memory_gib = e.memory_bytes / double(int64_t{1} << 30);
     }
     if (e.feasible) break;
   }
@@ -155,12 +165,18 @@ Summary summary_of(const std::vector<const Comparison*>& rows) {
   Summary s;
   s.rows = static_cast<int>(rows.size());
   if (rows.empty()) return s;
-  std::vector<double> err;
-  for (const Comparison* c : rows) err.push_back(c->error());
-  std::sort(err.begin(), err.end());
-  const size_t n = err.size();
-  s.median_error = n % 2 ? err[n / 2] : (err[n / 2 - 1] + err[n / 2]) / 2;
-  s.worst_error = err.back();
+  std::vector<double> err, mem;
+  for (const Comparison* c : rows) {
+    err.push_back(c->error());
+    if (c->m.peak_memory_gib > 0) mem.push_back(std::abs(c->memory_ratio() - 1));
+  }
+  s.median_error = median(err);
+  s.worst_error = *std::max_element(err.begin(), err.end());
+  s.memory_rows = static_cast<int>(mem.size());
+  if (!mem.empty()) {
+    s.memory_median_error = median(mem);
+    s.memory_worst_error = *std::max_element(mem.begin(), mem.end());
+  }
   for (size_t i = 0; i < rows.size(); ++i)
     for (size_t j = i + 1; j < rows.size(); ++j) {
       const Measurement &a = rows[i]->m, &b = rows[j]->m;

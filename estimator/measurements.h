@@ -3,7 +3,9 @@
 //   model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s
 // and optionally more columns after these: `split` (e.g. calibration /
 // validation) groups the summary, `optimizer` (adam, sgd, sgd-momentum; default
-// adam) prices the step, `source` is kept as text, others are ignored.
+// adam) prices the step, `peak_memory_gib` (one GPU's measured peak, e.g.
+// torch.cuda.max_memory_allocated; empty when not measured) is compared with
+// the estimate's memory, `source` is kept as text, others are ignored.
 // model: a zoo name or a model .yaml (relative paths from the CSV's folder);
 // batch: the global batch, samples per iteration over all GPUs; precision:
 // fp32, tf32, fp16, bf16 (or amp = fp16); iter_time_s: measured seconds per
@@ -29,6 +31,7 @@ struct Measurement {
   std::string split;  // "" when the file has no split column
   std::string source;
   std::string optimizer = "adam";
+  double peak_memory_gib = 0;  // 0: not measured
 };
 
 // Reads and checks the file; `file:line:` InputError on any bad row (unknown
@@ -42,18 +45,23 @@ struct Comparison {
   std::string basis;
   bool feasible = true;  // the data-parallel plan fits in memory
   int micro_batches = 1; // gradient-accumulation steps the plan needed to fit
+  double estimated_memory_gib = 0;  // one GPU's memory under that plan
   // Transferred (compare's `transfer_from`): the same model, batch, precision
   // and GPU count measured on that type, times the modeled ratio of the two
   // types; 0 when the file has no such row (or the row is on that type).
   double transferred_s = 0;
   double ratio() const { return estimated_s / m.iter_time_s; }
   double error() const;  // |estimated / measured - 1|
+  double memory_ratio() const { return m.peak_memory_gib > 0 ? estimated_memory_gib / m.peak_memory_gib : 0; }
 };
 
 struct Summary {
   int rows = 0;
   double median_error = 0, worst_error = 0;
   int pairs = 0, ordered = 0;  // GPU-type pairs of equal model, batch, precision and GPUs
+  // Over the rows with a measured peak memory: |estimated / measured - 1|.
+  int memory_rows = 0;
+  double memory_median_error = 0, memory_worst_error = 0;
 };
 
 // Each measurement priced as plain data parallelism over its GPUs with the

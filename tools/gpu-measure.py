@@ -245,7 +245,7 @@ def main():
                 f"cuDNN {env['cudnn']}); synthetic data on the GPU, eager mode.\n")
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["model", "batch", "precision", "gpu_type", "hosts", "gpus_per_host", "iter_time_s",
-                    "split", "optimizer", "source"])
+                    "split", "optimizer", "peak_memory_gib", "source"])
         for model, batch, prec, optim in rows:
             t0 = time.time()
             try:
@@ -262,7 +262,8 @@ def main():
                 continue
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
-            w.writerow([model, batch, prec, a.gpu_type, 1, 1, f"{med:.6f}", "validation", optim, source])
+            w.writerow([model, batch, prec, a.gpu_type, 1, 1, f"{med:.6f}", "validation", optim, f"{peak:.3f}",
+                        source])
             f.flush()
             spread = (hi - lo) / med * 100
             print(f"  {model:10s} batch {batch:4d} {prec:4s}: {med * 1e3:9.2f} ms/iter "

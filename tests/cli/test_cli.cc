@@ -361,6 +361,14 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("validation: 57 rows"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("memory:"), std::string::npos);  // Gavel's table has no peak memory
+  // The H100 rows carry their measured peak memory: compared too.
+  r = run({"estimate", "--validate", examples("data/gpu_measurements/h100.csv"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto h = nlohmann::json::parse(r.out);
+  EXPECT_EQ(h["summary"]["all"]["memory_rows"], 22);
+  EXPECT_GT(h["rows"][0]["peak_memory_gib"].get<double>(), 0);
+  EXPECT_GT(h["rows"][0]["estimated_memory_gib"].get<double>(), 0);
   const std::string bad = write("bad.csv",
                                 "model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s\n"
                                 "resnet-18,64,fp32,v100,1,1,0.04\n"

@@ -135,6 +135,41 @@ TEST(Measurements, BadRowsNameFileAndLine) {
   expect_error_at(h + "resnet-18,64,fp32,v100,1,1,0.1,,lamb\n", 2, "optimizer");
   expect_error_at(h, 1, "no measurements");
   expect_error_at("", 1, "empty");
+  const std::string hm = "model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s,peak_memory_gib\n";
+  for (const char* g : {"nan", "inf", "-1", "0", "1e308", "abc"})
+    expect_error_at(hm + "resnet-18,64,fp32,v100,1,1,0.1," + g + "\n", 2, "peak_memory_gib");
+}
+
+// A measured peak memory is compared with the estimate's memory for the plan
+// the row is priced with; rows without one (empty) stay out of the memory summary.
+TEST(Measurements, PeakMemoryAgainstTheEstimate) {
+  const TempCsv f("model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s,split,peak_memory_gib\n"
+                  "gpt-125m,8,bf16,h100,1,1,0.046,validation,10.0\n"
+                  "gpt-125m,16,bf16,h100,1,1,0.084,validation,\n"
+                  "resnet-50,64,bf16,h100,1,1,0.019,calibration,3.0\n");
+  const auto ms = read_measurements(f.path.string());
+  ASSERT_EQ(ms.size(), 3u);
+  EXPECT_DOUBLE_EQ(ms[0].peak_memory_gib, 10.0);
+  EXPECT_EQ(ms[1].peak_memory_gib, 0);
+  const auto rows = compare(ms, f.path.parent_path().string());
+  // The estimate's memory of the priced plan (one micro-batch of 8 on one H100).
+  Options o;
+  o.precision = Precision::BF16;
+  const CostModel cm(model_by_name("gpt-125m"), "h100", nullptr, nullptr, o);
+  Plan p;
+  p.micro_batch_size = 8;
+  p.stages = {{0, cm.num_layers(), 1, 1}};
+  const Estimate e = estimate(cm, Cell{"gpt-125m", "h100", 1, 1, 1}, p);
+  EXPECT_NEAR(rows[0].estimated_memory_gib, e.memory_bytes / double(1 << 30), 1e-9);
+  EXPECT_NEAR(rows[0].memory_ratio(), rows[0].estimated_memory_gib / 10.0, 1e-12);
+  EXPECT_EQ(rows[1].memory_ratio(), 0);
+  EXPECT_GT(rows[1].estimated_memory_gib, rows[0].estimated_memory_gib);  // twice the batch
+  const auto sums = summarize(rows);
+  EXPECT_EQ(sums.at("").memory_rows, 2);
+  EXPECT_NEAR(sums.at("").memory_median_error,
+              (std::abs(rows[0].memory_ratio() - 1) + std::abs(rows[2].memory_ratio() - 1)) / 2, 1e-12);
+  EXPECT_EQ(sums.at("validation").memory_rows, 1);
+  EXPECT_NEAR(sums.at("validation").memory_worst_error, std::abs(rows[0].memory_ratio() - 1), 1e-12);
 }
 
 }  // namespace
