@@ -477,7 +477,6 @@ ModelSpec load_model_yaml(const std::string& path) {
   return m;
 }
 
-
 ModelSpec with_precision(ModelSpec m, Precision p) {
   if (p == Precision::Default) throw std::logic_error("with_precision: resolve the precision first");
   autocast_fp32_bytes(m, m.bytes_per_value, -1);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "profiler/backends.h"
-#include "profiler/spin_ptx.h"
+#include "profiler/spin_kernel.h"
 
 namespace {
 
@@ -28,30 +28,16 @@ void check(bool ok, const std::string& what) {
   if (!ok) ++failures;
 }
 
-
-bool launch_spin(unsigned n) {
-  static cudaKernel_t kernel = nullptr;
-  static unsigned* out = nullptr;
-  if (!kernel) {
-    cudaLibrary_t lib{};
-    if (cudaLibraryLoadData(&lib, kSpinPtx, nullptr, nullptr, 0, nullptr, nullptr, 0) != cudaSuccess) return false;
-    if (cudaLibraryGetKernel(&kernel, lib, "spin") != cudaSuccess) return false;
-    if (cudaMalloc(&out, sizeof(unsigned)) != cudaSuccess) return false;
-  }
-  void* args[] = {&out, &n};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, nullptr) == cudaSuccess;
-}
-
 void timer_check(const std::string& kind) {
   try {
     auto timer = detail::make_cuda_timer(0, kind);
     // Warm-up outside any region: the first launch JIT-compiles the PTX (80 ms
     // on an H100), which would otherwise land in region 1.
-    check(launch_spin(10) && cudaDeviceSynchronize() == cudaSuccess, kind + ": warm-up launch");
+    check(launch_spin(10) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess, kind + ": warm-up launch");
     const unsigned lengths[3] = {1000, 1000000, 10000000};
     for (int i = 0; i < 3; ++i) {
       timer->start(i + 1);
-      check(launch_spin(lengths[i]), kind + ": launch the spin kernel");
+      check(launch_spin(lengths[i]) == cudaSuccess, kind + ": launch the spin kernel");
       timer->stop(i + 1);
     }
     const auto ms = timer->collect_ms();

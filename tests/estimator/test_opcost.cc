@@ -3,11 +3,10 @@
 // all-reduce with backward and memory by precision.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/gpu.h"
@@ -251,9 +250,6 @@ TEST(OpCost, LstmStepsInSequence) {
   EXPECT_NEAR(rf, rec.layers[0].flops_per_sample * 512, 1e-6 * rf);
 }
 
-// Fused attention: chosen for 16-bit transformers on Ampere and newer (and as
-// the model asks otherwise); one kernel with both products' FLOPs, no score
-// matrix in memory (fewer saved bytes), faster than unfused at long sequences.
 // Mixed precision as torch.autocast runs it: the residual stream, layer norms
 // and the loss are fp32, the GEMM inputs 16-bit casts (docs/estimator.md).
 TEST(OpCost, MixedPrecisionKeepsTheResidualStreamFp32) {
@@ -310,6 +306,10 @@ TEST(CostModel, AutocastBytesSurviveRoundTrips) {
                    r.layers[3].saved_bytes_per_sample / 2);
 }
 
+// Fused attention: chosen for transformers on Volta and newer, at any
+// precision (and as the model asks otherwise); one kernel with both products'
+// FLOPs, no score matrix in memory (fewer saved bytes), faster than unfused at
+// long sequences.
 TEST(OpCost, FusedAttentionWhereFlashRuns) {
   ModelSpec m = with_precision(model_by_name("gpt-125m"), Precision::BF16);
   EXPECT_TRUE(fused_attention(m, gpu("a100-80")));

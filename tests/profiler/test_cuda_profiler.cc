@@ -14,7 +14,7 @@
 #include "profiler/backends.h"
 #include "profiler/comm.h"
 #include "profiler/cupti_parse.h"
-#include "profiler/spin_ptx.h"
+#include "profiler/spin_kernel.h"
 
 namespace cellsched::profiler {
 namespace {
@@ -68,36 +68,18 @@ TEST(CuptiBuffer, SynthesizedRecordsParseAndCorrelate) {
 
 bool have_device() { return detail::cuda_device_count() > 0; }
 
-// profiler/spin_ptx.h's kernel, JIT-loaded through the runtime (no nvcc step).
-void launch_spin(unsigned n) {
-  static cudaKernel_t kernel = [] {
-    cudaLibrary_t lib{};
-    EXPECT_EQ(cudaLibraryLoadData(&lib, kSpinPtx, nullptr, nullptr, 0, nullptr, nullptr, 0), cudaSuccess);
-    cudaKernel_t k{};
-    EXPECT_EQ(cudaLibraryGetKernel(&k, lib, "spin"), cudaSuccess);
-    return k;
-  }();
-  static unsigned* out = [] {
-    unsigned* p = nullptr;
-    cudaMalloc(&p, sizeof(unsigned));
-    return p;
-  }();
-  void* args[] = {&out, &n};
-  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, nullptr), cudaSuccess);
-}
-
 void check_timer(const std::string& kind) {
   auto timer = detail::make_cuda_timer(0, kind);
   ASSERT_TRUE(timer);
   // Warm-up outside the regions: the first launch JIT-compiles the PTX, which
   // took 80 ms on an H100 (longer than 1e7 spins).
-  launch_spin(10);
+  ASSERT_EQ(launch_spin(10), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   timer->start(1);
-  launch_spin(1000);
+  ASSERT_EQ(launch_spin(1000), cudaSuccess);
   timer->stop(1);
   timer->start(2);
-  launch_spin(10000000);
+  ASSERT_EQ(launch_spin(10000000), cudaSuccess);
   timer->stop(2);
   const auto ms = timer->collect_ms();
   ASSERT_EQ(ms.count(1), 1u) << timer->name();
