@@ -124,7 +124,8 @@ void add_common(po::options_description& opt, Common& c) {
       ("gpus", po::value(&c.gpus)->default_value(1), "GPUs in the cell")
       ("gpus-per-host", po::value(&c.gpus_per_host)->default_value(8), "GPUs per host (cells above span hosts)")
       ("batch", po::value(&c.batch)->default_value(64), "global batch (samples per iteration)")
-      ("optimizer", po::value(&c.optimizer)->default_value("adam"), "adam, sgd or sgd-momentum")
+      ("optimizer", po::value(&c.optimizer)->default_value("adam"), "adam, sgd or sgd-momentum as PyTorch runs them by default (one pass per line of the update), or "
+       "adam-fused (one kernel: fused=True, apex, DeepSpeed)")
       ("precision", po::value(&c.precision),
        "fp32, tf32, fp16 or bf16 (16-bit: mixed, fp32 master weights); default: the model's, else bf16/fp16 "
        "where the GPU type has it, fp32 on the CPU")

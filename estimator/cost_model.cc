@@ -49,9 +49,8 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
   gpu_type_ = dst->name;
   dst_ = dst;
   if (model.layers.empty()) throw InputError("model " + model.name + ": has no layers");
-  if (options_.optimizer != "adam" && options_.optimizer != "sgd" &&
-      options_.optimizer != "sgd-momentum")
-    throw InputError("unknown optimizer '" + options_.optimizer + "' (adam, sgd, sgd-momentum)");
+  if (!known_optimizer(options_.optimizer))
+    throw InputError("unknown optimizer '" + options_.optimizer + "' (" + kOptimizers + ")");
   // Precision: the option, else the model's, else the type's default.
   const Precision asked = options_.precision != Precision::Default ? options_.precision : model.precision;
   model_ = with_precision(std::move(model), resolve_precision(asked, *dst));
@@ -180,6 +179,17 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
     b += op_time_ms(g, p, op, true);
     kernels += op.kernels;
   }
+  const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
+  if (model_.bytes_per_value < 4 && l.kind != "embedding") {
+    // Autocast casts each fp32 weight to 16 bits in every forward (read 4,
+    // write 2 bytes) and each 16-bit weight gradient back to fp32 in backward
+    // (read 2, write 4); the embedding's table is not on its cast list.
+    const double params = l.tensor_parallel ? l.params / tp : l.params;
+    const double cast_ms = params * 6 / (g.memory_gbps * 1e9 * eff.memory) * 1000.0;
+    f += cast_ms;
+    b += cast_ms;
+    kernels += layer_param_tensors(l);
+  }
   // The host issues kernels while the GPU runs earlier ones: a layer takes the
   // longer of the two (2 us of GPU-side gap per kernel).
   const double issue = kernels * eff.issue_us / 1000.0, gap = kernels * 2e-3;
@@ -292,14 +302,29 @@ double CostModel::tp_comm_ms(int layer, int tp, double mb, bool network) const {
 
 double CostModel::optimizer_state_bytes_per_param() const {
   const double master = model_.bytes_per_value < 4 ? 4 : 0;  // fp32 master weights
-  if (options_.optimizer == "adam") return 8 + master;
+  if (options_.optimizer == "adam" || options_.optimizer == "adam-fused") return 8 + master;
   if (options_.optimizer == "sgd-momentum") return 4 + master;
   return master;
 }
 
+double CostModel::step_bytes_per_param() const {
+  // One fused kernel reads the weight and gradient, reads and writes the
+  // state, writes the weight. The CPU profile's measured pass is priced with
+  // that count too (its validation holds with it; docs/estimator.md).
+  const double fused = 3 * model_.bytes_per_value + 2 * optimizer_state_bytes_per_param();
+  if (options_.optimizer == "adam-fused" || dst_->arch == "cpu") return fused;
+  // PyTorch's default (foreach, or one tensor at a time): each line of the
+  // update is its own pass over fp32 tensors (autocast keeps the weights fp32).
+  // Adam: lerp_ m (r m g, w m), mul_ v, addcmul_ v (r v g g, w v), sqrt, div_,
+  // add_ eps (r, w a temporary each), addcdiv_ (r p m t, w p): 19 x 4 bytes.
+  if (options_.optimizer == "adam") return 76;
+  // SGD with momentum: mul_ buf, add_ grad (r buf g, w buf), add_ to the weight.
+  if (options_.optimizer == "sgd-momentum") return 32;
+  return 12;  // SGD: read weight and gradient, write weight
+}
+
 double CostModel::optimizer_ms(double params, int streams) const {
-  // Bytes touched per parameter: read weight and gradient, read+write state, write weight.
-  return stream_ms(params, 3 * model_.bytes_per_value + 2 * optimizer_state_bytes_per_param(), streams);
+  return stream_ms(params, step_bytes_per_param(), streams);
 }
 
 double CostModel::shared_memory_factor(int streams) const {
@@ -327,7 +352,9 @@ double CostModel::stream_ms(double params, double bytes_per_param, int streams) 
 
 double CostModel::accumulate_ms(double params, int dp, int micro_batches, int streams) const {
   const int adds = dp > 1 ? micro_batches : micro_batches - 1;
-  return stream_ms(params, 3 * model_.bytes_per_value, streams) * adds / micro_batches;
+  // Gradients accumulate in fp32 under mixed precision (the weights' own
+  // type under autocast, Megatron's main_grad).
+  return stream_ms(params, 3 * std::max(4, model_.bytes_per_value), streams) * adds / micro_batches;
 }
 
 double CostModel::step_ms(double params, int dp, int streams) const {

@@ -57,8 +57,16 @@ struct Plan {
 enum class Basis { Measured, Extrapolated, Transferred, Modeled };
 const char* basis_name(Basis b);  // "measured", "extrapolated", "transferred", "modeled"
 
+// Optimizers priced: "adam", "sgd" and "sgd-momentum" as PyTorch runs them by
+// default (foreach, one pass per line of the update), "adam-fused" as one
+// kernel (torch fused=True, apex FusedAdam/FusedLAMB, DeepSpeed).
+inline constexpr const char* kOptimizers = "adam, adam-fused, sgd or sgd-momentum";
+inline bool known_optimizer(const std::string& o) {
+  return o == "adam" || o == "adam-fused" || o == "sgd" || o == "sgd-momentum";
+}
+
 struct Options {
-  std::string optimizer = "adam";    // "adam", "sgd", "sgd-momentum": state and step traffic
+  std::string optimizer = "adam";    // one of kOptimizers: state and step traffic
   double memory_fraction = 0.9;      // usable share of the device memory
   double network_gbps = 0;           // between hosts when no network profile exists; 0 = the type's NIC default
   Precision precision = Precision::Default;  // overrides the model's own; Default = the model's, else the type's
@@ -195,6 +203,8 @@ class CostModel {
   Precision precision() const { return model_.precision; }
   // Optimizer state bytes per parameter.
   double optimizer_state_bytes_per_param() const;
+  // Bytes the optimizer step moves per parameter (see kOptimizers).
+  double step_bytes_per_param() const;
   // Parameters of `layer` held by one GPU of a tp-way stage.
   double layer_params(int layer, int tp) const;
   // Saved activation bytes of `layer` per sample on one GPU of a tp-way stage.

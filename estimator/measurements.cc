@@ -88,8 +88,8 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     if (source_col >= 0) m.source = f[static_cast<size_t>(source_col)];
     if (optimizer_col >= 0 && !f[static_cast<size_t>(optimizer_col)].empty()) {
       m.optimizer = f[static_cast<size_t>(optimizer_col)];
-      if (m.optimizer != "adam" && m.optimizer != "sgd" && m.optimizer != "sgd-momentum")
-        fail_input(path, ln, "optimizer must be adam, sgd or sgd-momentum, got '" + m.optimizer + "'");
+      if (!known_optimizer(m.optimizer))
+        fail_input(path, ln, std::string("optimizer must be ") + kOptimizers + ", got '" + m.optimizer + "'");
     }
     if (memory_col >= 0 && !f[static_cast<size_t>(memory_col)].empty()) {
       const std::string& v = f[static_cast<size_t>(memory_col)];

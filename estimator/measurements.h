@@ -2,8 +2,8 @@
 // (`cellsched estimate --validate FILE`). The file is a CSV with the header
 //   model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s
 // and optionally more columns after these: `split` (e.g. calibration /
-// validation) groups the summary, `optimizer` (adam, sgd, sgd-momentum; default
-// adam) prices the step, `peak_memory_gib` (one GPU's measured peak, e.g.
+// validation) groups the summary, `optimizer` (adam, adam-fused, sgd,
+// sgd-momentum; default adam) prices the step, `peak_memory_gib` (one GPU's measured peak, e.g.
 // torch.cuda.max_memory_allocated; empty when not measured) is compared with
 // the estimate's memory, `source` is kept as text, others are ignored.
 // model: a zoo name or a model .yaml (relative paths from the CSV's folder);

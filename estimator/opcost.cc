@@ -235,6 +235,12 @@ constexpr double kHalfK = 32;
 
 }  // namespace
 
+bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
+  if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
+  const auto aligned = [](double d) { return std::fmod(d, 8) == 0; };
+  return !(aligned(op.m) && aligned(op.n) && aligned(op.k));
+}
+
 namespace {
 
 // The best share of the precision's peak a large GEMM reaches on `g`.
@@ -274,6 +280,7 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   } else if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;
+    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op)) eff *= kUnalignedShare;
     if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);
   } else if (op.flops > 0) {
     compute_s = op.flops * f / (g.fp32_tflops * 1e12 * e.gemm_fp32);

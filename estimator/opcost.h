@@ -51,6 +51,17 @@ constexpr double kFusedAttentionBackward = 2.5;
 // (calibrated on the A100 TF32 ResNet-50 row).
 constexpr double kTf32Share = 0.65;
 
+// A 16-bit tensor-core GEMM (cuBLAS) whose m, n or k is not a multiple of 8
+// values (16 bytes) cannot use the kernels that load 16 bytes at a time
+// (NVIDIA's Matrix Multiplication Background guide, "Tensor Core
+// Requirements"; NVIDIA's BERT pads its vocabulary to a multiple of 8 for
+// this). It reaches this share of the aligned efficiency: fitted on the H100
+// calibration row GPT-350M bf16 batch 8, whose logits have GPT-2's 50,257
+// words (docs/estimator.md, "Unaligned GEMMs"). TF32 is not penalized: no row
+// calibrates it. Convolutions are not: cuDNN pads channels.
+constexpr double kUnalignedShare = 0.22;
+bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op);
+
 // A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel
 // shards (tp > 1 only for tensor-parallel layers). Kinds the zoo builds
 // (embedding, decoder, moe_decoder, head, conv, residual_block) are split by

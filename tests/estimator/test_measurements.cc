@@ -31,11 +31,12 @@ TEST(Measurements, TableAndSummaryOnASmallFixture) {
   const TempCsv f(std::string("# a comment\n") + kHeader +
                   "resnet-18,64,fp32,v100,1,1,0.040,calibration,sgd-momentum\n"
                   "resnet-18,64,fp32,k80,1,1,0.140,calibration,sgd-momentum\n"
-                  "gpt-tiny,8,bf16,a100-80,1,2,0.001,validation,adam\n"
+                  "gpt-tiny,8,bf16,a100-80,1,2,0.001,validation,adam-fused\n"
                   "gpt-tiny,8,fp16,v100,1,2,0.002,validation,\n");
   const auto ms = read_measurements(f.path.string());
   ASSERT_EQ(ms.size(), 4u);
   EXPECT_EQ(ms[0].line, 3);
+  EXPECT_EQ(ms[2].optimizer, "adam-fused");
   EXPECT_EQ(ms[3].optimizer, "adam");  // empty = the default
   const auto rows = compare(ms, f.path.parent_path().string());
   ASSERT_EQ(rows.size(), 4u);

@@ -33,6 +33,9 @@ TEST(Catalogue, PeaksPerPrecision) {
   EXPECT_EQ(default_precision(a100), Precision::BF16);
   EXPECT_EQ(default_precision(gpu("v100")), Precision::FP16);
   EXPECT_EQ(default_precision(gpu("k80")), Precision::FP32);
+  EXPECT_EQ(default_precision(gpu("p100")), Precision::FP32);  // packed fp16 (2x) is not a tensor core
+  EXPECT_FALSE(gpu("p100").tensor_cores());
+  EXPECT_TRUE(gpu("t4").tensor_cores());
   EXPECT_EQ(default_precision(gpu("cpu")), Precision::FP32);
   EXPECT_THROW(resolve_precision(Precision::BF16, gpu("v100")), InputError);
   EXPECT_THROW(resolve_precision(Precision::TF32, gpu("v100")), InputError);
@@ -362,6 +365,96 @@ TEST(OpCost, FusedAttentionWhereFlashRuns) {
     return t;
   };
   EXPECT_LT(layer_ms(fused), layer_ms(plain));
+}
+
+TEST(OpCost, UnalignedSixteenBitGemmsRunOnSlowerKernels) {
+  // GPT-2's 50,257-word logits: n is not a multiple of 8 values, so a 16-bit
+  // GEMM reaches kUnalignedShare of the aligned one's efficiency. 50,264 (a
+  // multiple of 8) does not; FP32 and TF32 products and convolutions never do.
+  const GpuSpec& h100 = gpu("h100");
+  const auto gemm_ms = [&](OpClass cls, double n, Precision p) {
+    Op op;
+    op.cls = cls;
+    op.m = 8192;
+    op.n = n;
+    op.k = 1024;
+    op.flops = 2 * op.m * op.n * op.k;
+    return op_time_ms(h100, p, op, false);
+  };
+  const double aligned = gemm_ms(OpClass::Gemm, 50264, Precision::BF16) * 50257 / 50264;
+  const double eff_ratio = gemm_efficiency(h100, Precision::BF16, 8192, 50257, 1024) /
+                           gemm_efficiency(h100, Precision::BF16, 8192, 50264, 1024);
+  EXPECT_NEAR(gemm_ms(OpClass::Gemm, 50257, Precision::BF16), aligned / eff_ratio / kUnalignedShare, 1e-9);
+  EXPECT_NEAR(gemm_ms(OpClass::Gemm, 50257, Precision::FP16), gemm_ms(OpClass::Gemm, 50257, Precision::BF16), 1e-12);
+  for (Precision p : {Precision::FP32, Precision::TF32}) {
+    const double r = gemm_efficiency(h100, p, 8192, 50257, 1024) / gemm_efficiency(h100, p, 8192, 50264, 1024);
+    EXPECT_NEAR(gemm_ms(OpClass::Gemm, 50257, p), gemm_ms(OpClass::Gemm, 50264, p) * 50257 / 50264 / r, 1e-9);
+  }
+  const double conv_r = gemm_efficiency(h100, Precision::BF16, 8192, 50257, 1024) /
+                        gemm_efficiency(h100, Precision::BF16, 8192, 50264, 1024);
+  EXPECT_NEAR(gemm_ms(OpClass::Conv, 50257, Precision::BF16),
+              gemm_ms(OpClass::Conv, 50264, Precision::BF16) * 50257 / 50264 / conv_r, 1e-9);
+  Op k_odd;
+  k_odd.m = 64, k_odd.n = 64, k_odd.k = 147;
+  EXPECT_TRUE(unaligned_16bit(h100, Precision::BF16, k_odd));
+  EXPECT_FALSE(unaligned_16bit(gpu("p100"), Precision::FP16, k_odd));  // no tensor cores
+  k_odd.k = 144;
+  EXPECT_FALSE(unaligned_16bit(h100, Precision::BF16, k_odd));
+}
+
+TEST(CostModel, OptimizerTrafficFollowsItsImplementation) {
+  // PyTorch's default optimizers make one pass per line of the update over fp32
+  // tensors (autocast keeps the weights fp32); a fused Adam reads and writes
+  // each tensor once. Priced at the V100's 900 GB/s x its memory efficiency.
+  const ModelSpec m = model_by_name("gpt-125m");
+  const double params = 1e9, bw = 900e9 * efficiency_of(gpu("v100")).memory;
+  const auto step_ms = [&](const char* optimizer, Precision p) {
+    Options o;
+    o.optimizer = optimizer;
+    o.precision = p;
+    return CostModel(m, "v100", nullptr, nullptr, o).optimizer_ms(params);
+  };
+  EXPECT_NEAR(step_ms("adam", Precision::FP16), params * 76 / bw * 1e3, 1e-9);
+  EXPECT_NEAR(step_ms("adam", Precision::FP32), params * 76 / bw * 1e3, 1e-9);
+  EXPECT_NEAR(step_ms("adam-fused", Precision::FP32), params * 28 / bw * 1e3, 1e-9);
+  EXPECT_NEAR(step_ms("adam-fused", Precision::FP16), params * (3 * 2 + 2 * 12) / bw * 1e3, 1e-9);
+  EXPECT_NEAR(step_ms("sgd-momentum", Precision::FP32), params * 32 / bw * 1e3, 1e-9);
+  EXPECT_NEAR(step_ms("sgd", Precision::FP16), params * 12 / bw * 1e3, 1e-9);
+  Options bad;
+  bad.optimizer = "lamb";
+  EXPECT_THROW(CostModel(m, "v100", nullptr, nullptr, bad), InputError);
+  // Gradients accumulate in fp32 under mixed precision: read both, write the sum.
+  Options half;
+  half.precision = Precision::FP16;
+  EXPECT_NEAR(CostModel(m, "v100", nullptr, nullptr, half).accumulate_ms(params, 1, 2),
+              params * 12 / bw * 1e3 / 2, 1e-9);
+}
+
+TEST(CostModel, AutocastCastsEachWeightTwicePerMicroBatch) {
+  // A 16-bit decoder layer pays its ops plus 6 bytes per weight each way (fp32
+  // weight to 16 bits in forward, the 16-bit gradient back in backward); the
+  // embedding's table is not cast. Kernel issue does not bind at this size.
+  const ModelSpec m = model_by_name("gpt-350m");
+  const CostModel cm(m, "a100-80", nullptr, nullptr);  // bf16 by default
+  const GpuSpec& g = gpu("a100-80");
+  const double mb = 8;
+  const auto ops_ms = [&](size_t layer, bool backward) {
+    double t = 0, kernels = 0;
+    for (const Op& op : layer_ops(cm.model(), cm.model().layers[layer], mb, 1)) {
+      t += op_time_ms(g, Precision::BF16, op, backward);
+      kernels += op.kernels;
+    }
+    return t + kernels * 2e-3 * (backward ? kBackwardFactor : 1);
+  };
+  size_t decoder = 0;
+  while (cm.model().layers[decoder].kind != "decoder") ++decoder;
+  const double cast = cm.model().layers[decoder].params * 6 / (g.memory_gbps * 1e9 * efficiency_of(g).memory) * 1e3;
+  const double gap = layer_param_tensors(cm.model().layers[decoder]) * 2e-3;
+  EXPECT_NEAR(cm.layer_time(static_cast<int>(decoder), 1, mb).fwd_ms, ops_ms(decoder, false) + cast + gap, 1e-9);
+  EXPECT_NEAR(cm.layer_time(static_cast<int>(decoder), 1, mb).bwd_ms,
+              ops_ms(decoder, true) + cast + kBackwardFactor * gap, 1e-9);
+  ASSERT_EQ(cm.model().layers[0].kind, "embedding");
+  EXPECT_NEAR(cm.layer_time(0, 1, mb).fwd_ms, ops_ms(0, false), 1e-9);
 }
 
 }  // namespace
