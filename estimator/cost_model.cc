@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -174,12 +175,27 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
   const Efficiency& eff = efficiency_of(g);
   const std::vector<Op> ops = layer_ops(model_, model_.layers[static_cast<size_t>(layer)], mb, tp);
   double f = 0, b = 0, kernels = 0;
+  const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
   for (const Op& op : ops) {
     f += op_time_ms(g, p, op, false);
     b += op_time_ms(g, p, op, true);
     kernels += op.kernels;
+    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op) && &g == dst_) {
+      std::string sizes;
+      for (double d : {op.m, op.n, op.k}) {
+        if (std::fmod(d, 8) == 0) continue;
+        char num[32];
+        std::snprintf(num, sizeof num, "%s%g", sizes.empty() ? "" : ", ", d);
+        sizes += num;
+      }
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "%s: a 16-bit GEMM size (%s) is not a multiple of 8: priced at %.2f of the aligned "
+                    "efficiency (padding it to a multiple of 8 or 64 avoids that)",
+                    l.name.c_str(), sizes.c_str(), kUnalignedShare);
+      note(buf);
+    }
   }
-  const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
   if (model_.bytes_per_value < 4 && l.kind != "embedding") {
     // Autocast casts each fp32 weight to 16 bits in every forward (read 4,
     // write 2 bytes) and each 16-bit weight gradient back to fp32 in backward

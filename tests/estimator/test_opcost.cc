@@ -402,6 +402,27 @@ TEST(OpCost, UnalignedSixteenBitGemmsRunOnSlowerKernels) {
   EXPECT_FALSE(unaligned_16bit(h100, Precision::BF16, k_odd));
 }
 
+TEST(CostModel, NotesNameTheUnalignedGemm) {
+  // The estimate says which layer pays for an unaligned size, so that a user
+  // can pad it; a vocabulary padded to a multiple of 8 draws no such note.
+  const auto notes_of = [](int vocab) {
+    const std::filesystem::path yaml =
+        std::filesystem::temp_directory_path() / ("cellsched-vocab-" + std::to_string(vocab) + ".yaml");
+    std::ofstream(yaml) << "family: gpt\nhidden: 768\nnum_layers: 12\nheads: 12\nseq: 1024\nvocab: " << vocab << "\n";
+    const ModelSpec m = load_model(yaml.string());
+    std::filesystem::remove(yaml);
+    const CostModel cm(m, "h100", nullptr, nullptr);
+    Plan p;
+    p.micro_batch_size = 8;
+    p.stages = {{0, cm.num_layers(), 1, 1}};
+    std::string all;
+    for (const std::string& n : estimate(cm, Cell{m.name, "h100", 1, 1, 1}, p).notes) all += n + "\n";
+    return all;
+  };
+  EXPECT_NE(notes_of(50257).find("head: a 16-bit GEMM size (50257) is not a multiple of 8"), std::string::npos);
+  EXPECT_EQ(notes_of(50304).find("not a multiple of 8"), std::string::npos);
+}
+
 TEST(CostModel, OptimizerTrafficFollowsItsImplementation) {
   // PyTorch's default optimizers make one pass per line of the update over fp32
   // tensors (autocast keeps the weights fp32); a fused Adam reads and writes
