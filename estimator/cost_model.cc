@@ -173,9 +173,9 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
   // Layers are priced at the model's value size; another precision (a
   // transfer's source) only changes the peaks, which is what the ratio needs.
   const Efficiency& eff = efficiency_of(g);
-  const std::vector<Op> ops = layer_ops(model_, model_.layers[static_cast<size_t>(layer)], mb, tp);
-  double f = 0, b = 0, kernels = 0;
   const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
+  const std::vector<Op> ops = layer_ops(model_, l, mb, tp);
+  double f = 0, b = 0, kernels = 0;
   for (const Op& op : ops) {
     f += op_time_ms(g, p, op, false);
     b += op_time_ms(g, p, op, true);
@@ -200,8 +200,7 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
     // Autocast casts each fp32 weight to 16 bits in every forward (read 4,
     // write 2 bytes) and each 16-bit weight gradient back to fp32 in backward
     // (read 2, write 4); the embedding's table is not on its cast list.
-    const double params = l.tensor_parallel ? l.params / tp : l.params;
-    const double cast_ms = params * 6 / (g.memory_gbps * 1e9 * eff.memory) * 1000.0;
+    const double cast_ms = layer_params(layer, tp) * 6 / (g.memory_gbps * 1e9 * eff.memory) * 1000.0;
     f += cast_ms;
     b += cast_ms;
     kernels += layer_param_tensors(l);

@@ -57,7 +57,7 @@ constexpr double kTf32Share = 0.65;
 // Requirements"; NVIDIA's BERT pads its vocabulary to a multiple of 8 for
 // this). It reaches this share of the aligned efficiency: fitted on the H100
 // calibration row GPT-350M bf16 batch 8, whose logits have GPT-2's 50,257
-// words (docs/estimator.md, "Unaligned GEMMs"). TF32 is not penalized: no row
+// words (docs/estimator.md, "Two costs the GPT rows lacked"). TF32 is not penalized: no row
 // calibrates it. Convolutions are not: cuDNN pads channels.
 constexpr double kUnalignedShare = 0.22;
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op);
