@@ -176,25 +176,12 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
   const LayerSpec& l = model_.layers[static_cast<size_t>(layer)];
   const std::vector<Op> ops = layer_ops(model_, l, mb, tp);
   double f = 0, b = 0, kernels = 0;
-  for (const Op& op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     f += op_time_ms(g, p, op, false);
     b += op_time_ms(g, p, op, true);
     kernels += op.kernels;
-    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op) && &g == dst_) {
-      std::string sizes;
-      for (double d : {op.m, op.n, op.k}) {
-        if (std::fmod(d, 8) == 0) continue;
-        char num[32];
-        std::snprintf(num, sizeof num, "%s%g", sizes.empty() ? "" : ", ", d);
-        sizes += num;
-      }
-      char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "%s: a 16-bit GEMM size (%s) is not a multiple of 8: priced at %.2f of the aligned "
-                    "efficiency (padding it to a multiple of 8 or 64 avoids that)",
-                    l.name.c_str(), sizes.c_str(), kUnalignedShare);
-      note(buf);
-    }
+    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op) && &g == dst_) note_unaligned(l, op, i, mb, tp);
   }
   if (model_.bytes_per_value < 4 && l.kind != "embedding") {
     // Autocast casts each fp32 weight to 16 bits in every forward (read 4,
@@ -212,6 +199,36 @@ CostModel::Time CostModel::modeled_time(const GpuSpec& g, int layer, int tp, dou
 }
 
 void CostModel::note(const std::string& n) const { notes_.insert(n); }
+
+void CostModel::note_unaligned(const LayerSpec& l, const Op& op, size_t index, double mb, int tp) const {
+  // Name the model's own size, so that the plans of every tensor-parallel
+  // degree the tuner tries give one note; a size that only a shard leaves
+  // unaligned is named with its degree.
+  const auto odd = [](const Op& o) {
+    std::string sizes;
+    for (double d : {o.m, o.n, o.k}) {
+      if (std::fmod(d, 8) == 0) continue;
+      char num[32];
+      std::snprintf(num, sizeof num, "%s%g", sizes.empty() ? "" : ", ", d);
+      sizes += num;
+    }
+    return sizes;
+  };
+  std::string sizes;
+  if (tp > 1) {
+    const std::vector<Op> whole = layer_ops(model_, l, mb, 1);
+    if (index < whole.size()) sizes = odd(whole[index]);
+    if (sizes.empty()) sizes = odd(op) + " per shard at tensor parallelism " + std::to_string(tp);
+  } else {
+    sizes = odd(op);
+  }
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                "%s: a 16-bit GEMM size (%s) is not a multiple of 8: priced at %.2f of the aligned "
+                "efficiency (padding it to a multiple of 8 or 64 avoids that)",
+                l.name.c_str(), sizes.c_str(), kUnalignedShare);
+  note(buf);
+}
 
 bool CostModel::has_tp_layers() const {
   return std::any_of(model_.layers.begin(), model_.layers.end(),

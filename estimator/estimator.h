@@ -17,6 +17,8 @@
 
 namespace cellsched::estimator {
 
+struct Op;  // estimator/opcost.h
+
 // (model, GPU type, hosts x GPUs per host, pipeline stages).
 struct Cell {
   std::string model;         // ModelSpec::name
@@ -226,6 +228,7 @@ class CostModel {
   double roofline_ratio(int layer, int tp, double micro_batch) const;
   Time modeled_time(const GpuSpec& g, int layer, int tp, double micro_batch, Precision p) const;
   void note(const std::string& n) const;
+  void note_unaligned(const LayerSpec& l, const Op& op, size_t index, double micro_batch, int tp) const;
   void load_profile(const ProfileRun& compute);
 
   ModelSpec model_;

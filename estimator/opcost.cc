@@ -137,7 +137,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
     ops.push_back(stream(OpClass::Embedding, 2 * T * h / tp * rb + 8 * T, 1));  // gather
     ops.push_back(stream(OpClass::Elementwise, 3 * T * h * rb, 2));           // + positions, dropout
   } else if (l.kind == "head" && m.hidden > 0 && m.vocab > 0) {
-    const double T = mb * m.seq, h = m.hidden, v = m.vocab / tp;
+    // Each tensor-parallel rank holds a whole number of vocabulary rows (the last one padded).
+    const double T = mb * m.seq, h = m.hidden, v = std::ceil(static_cast<double>(m.vocab) / tp);
     ops.push_back(layer_norm(T * h, bpv, residual_bytes(m)));  // final layer norm
     ops.push_back(product(OpClass::Gemm, T, v, h, 1, bpv));    // logits
     // Cross-entropy: log-softmax in fp32 (read logits, write fp32), the loss

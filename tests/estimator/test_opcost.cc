@@ -405,22 +405,49 @@ TEST(OpCost, UnalignedSixteenBitGemmsRunOnSlowerKernels) {
 TEST(CostModel, NotesNameTheUnalignedGemm) {
   // The estimate says which layer pays for an unaligned size, so that a user
   // can pad it; a vocabulary padded to a multiple of 8 draws no such note.
-  const auto notes_of = [](int vocab) {
+  const auto notes_of = [](int vocab, int tp) {
     const std::filesystem::path yaml =
         std::filesystem::temp_directory_path() / ("cellsched-vocab-" + std::to_string(vocab) + ".yaml");
-    std::ofstream(yaml) << "family: gpt\nhidden: 768\nnum_layers: 12\nheads: 12\nseq: 1024\nvocab: " << vocab << "\n";
+    std::ofstream(yaml) << "family: gpt\nhidden: 768\nnum_layers: 12\nheads: 16\nseq: 1024\nvocab: " << vocab << "\n";
     const ModelSpec m = load_model(yaml.string());
     std::filesystem::remove(yaml);
     const CostModel cm(m, "h100", nullptr, nullptr);
     Plan p;
     p.micro_batch_size = 8;
-    p.stages = {{0, cm.num_layers(), 1, 1}};
+    p.stages = {{0, cm.num_layers(), 1, tp}};
     std::string all;
-    for (const std::string& n : estimate(cm, Cell{m.name, "h100", 1, 1, 1}, p).notes) all += n + "\n";
+    for (const std::string& n : estimate(cm, Cell{m.name, "h100", 1, tp, 1}, p).notes) all += n + "\n";
     return all;
   };
-  EXPECT_NE(notes_of(50257).find("head: a 16-bit GEMM size (50257) is not a multiple of 8"), std::string::npos);
-  EXPECT_EQ(notes_of(50304).find("not a multiple of 8"), std::string::npos);
+  EXPECT_NE(notes_of(50257, 1).find("head: a 16-bit GEMM size (50257) is not a multiple of 8"), std::string::npos);
+  EXPECT_EQ(notes_of(50304, 1).find("not a multiple of 8"), std::string::npos);
+  // Tensor parallelism: a shard of 50,257 rows is not a size of its own (before,
+  // each degree the tuner tried gave a note with a fractional size, 12564.2).
+  const std::string tp4 = notes_of(50257, 4);
+  EXPECT_NE(tp4.find("head: a 16-bit GEMM size (50257) is not a multiple of 8"), std::string::npos) << tp4;
+  EXPECT_EQ(tp4.find("12564"), std::string::npos) << tp4;
+  // 50,264 is a multiple of 8, but its shards over 8 ranks (6,283 rows) are not.
+  EXPECT_EQ(notes_of(50264, 1).find("not a multiple of 8"), std::string::npos);
+  EXPECT_NE(notes_of(50264, 8).find("head: a 16-bit GEMM size (6283 per shard at tensor parallelism 8)"),
+            std::string::npos)
+      << notes_of(50264, 8);
+}
+
+TEST(OpCost, TensorParallelVocabularyShardsAreWholeRows) {
+  // Each rank holds ceil(vocab / tp) rows of the output embedding.
+  ModelSpec m;
+  m.family = "gpt";
+  m.hidden = 768;
+  m.seq = 1024;
+  m.vocab = 50257;
+  m.bytes_per_value = 2;
+  LayerSpec head;
+  head.kind = "head";
+  head.tensor_parallel = true;
+  double n = 0;
+  for (const Op& op : layer_ops(m, head, 2, 4))
+    if (op.cls == OpClass::Gemm) n = op.n;
+  EXPECT_EQ(n, 12565);
 }
 
 TEST(CostModel, OptimizerTrafficFollowsItsImplementation) {

@@ -111,8 +111,11 @@ TEST(Tuner, TunesEveryCellUpToMaxGpus) {
   EXPECT_EQ(stage_counts(cm, 12), (std::vector<int>{1, 2, 3, 4, 6, 12}));
   const auto best = tune_auto(cm, estimator::make_cell(m.name, "v100", 8, 1, 8), TuneOptions{});
   ASSERT_TRUE(best.feasible);
-  for (const auto& r : all)
-    if (r.cell.gpus() == 8) EXPECT_LE(best.best().estimate.iteration_ms, r.best().estimate.iteration_ms);
+  for (const auto& r : all) {
+    if (r.cell.gpus() == 8) {
+      EXPECT_LE(best.best().estimate.iteration_ms, r.best().estimate.iteration_ms);
+    }
+  }
 }
 
 TEST(Tuner, BadCellsAreInputErrors) {
