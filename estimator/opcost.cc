@@ -234,6 +234,9 @@ constexpr Tile kTiles[] = {
 // A short reduction dimension cannot hide the tile's prologue and epilogue.
 constexpr double kHalfK = 32;
 
+// Split-K slices keep at least this much of the reduction each.
+constexpr double kMinSliceK = 2048;
+
 }  // namespace
 
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
@@ -263,12 +266,19 @@ double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double
     const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
     const double tiles = tm * tn * batch;
     const double slots = sms * t.per_sm;
-    const double waves = std::ceil(tiles / slots);
     const double padding = (m * n) / (tm * t.m * tn * t.n);
-    const double wave = tiles / (waves * slots);
-    best = std::max(best, t.efficiency * padding * wave);
+    // Split-K: when the output has too few tiles to fill the GPU, the
+    // reduction is cut into `split` slices that run as tiles of their own
+    // (then summed; that pass is small beside the operands and not priced).
+    const int max_split = tiles < slots ? static_cast<int>(std::min(slots / tiles, std::floor(k / kMinSliceK))) : 1;
+    for (int split = 1; split <= std::max(1, max_split); ++split) {
+      const double all = tiles * split, slice = k / split;
+      const double waves = std::ceil(all / slots);
+      const double wave = all / (waves * slots);
+      best = std::max(best, t.efficiency * padding * wave * slice / (slice + kHalfK));
+    }
   }
-  return top * best * k / (k + kHalfK);
+  return top * best;
 }
 
 double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {

@@ -116,6 +116,23 @@ TEST(OpCost, GemmEfficiencyGrowsWithSize) {
   }
 }
 
+TEST(OpCost, SplitKFillsTheGpuWhenALongReductionHasFewOutputTiles) {
+  // Gavel's recommendation encoder: a 512 x 200 output over k = 20,108 items.
+  // Its 16 tiles of 128 x 64 would fill a tenth of the V100's 160 slots; cut
+  // into 9 slices of the reduction (slices of at least 2,048), 144 tiles do.
+  const GpuSpec v100 = gpu("v100");
+  const Efficiency& e = efficiency_of(v100);
+  const double slice = 20108.0 / 9;
+  const double want = e.gemm_fp32 * 0.88 * (200.0 / 256) * (144.0 / 160) * slice / (slice + 32);
+  EXPECT_NEAR(gemm_efficiency(v100, Precision::FP32, 512, 200, 20108), want, 1e-12);
+  // A reduction too short to cut keeps the unsplit tiles (16 of 160 slots).
+  EXPECT_NEAR(gemm_efficiency(v100, Precision::FP32, 512, 200, 2000),
+              e.gemm_fp32 * 0.88 * (200.0 / 256) * (16.0 / 160) * 2000 / 2032, 1e-12);
+  // Outputs that fill the GPU are not split: a longer k only shrinks the short-k penalty.
+  EXPECT_NEAR(gemm_efficiency(v100, Precision::FP32, 4096, 4096, 65536) / (65536.0 / (65536 + 32)),
+              gemm_efficiency(v100, Precision::FP32, 4096, 4096, 4096) / (4096.0 / (4096 + 32)), 1e-12);
+}
+
 TEST(OpCost, LayerOpsCarryTheLayersFlops) {
   for (const char* name : {"gpt-125m", "moe-350m-8e", "resnet-50", "resnet-18", "wrn-28-10"}) {
     const ModelSpec m = model_by_name(name);
