@@ -88,7 +88,9 @@ const Efficiency& efficiency_of(const GpuSpec& g);
 
 // Share of the precision's peak a (m x k) . (k x n) product, `batch` times,
 // reaches on `g` from shape alone (best of the candidate tiles: padding x wave
-// quantization x the short-k penalty), times the generation's GEMM efficiency.
+// quantization x the short-k penalty, with the reduction split into slices of
+// at least 2048 when the output's tiles leave slots empty), times the
+// generation's GEMM efficiency.
 double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch = 1);
 
 // Time of one op, forward (backward = false) or backward, in milliseconds:
