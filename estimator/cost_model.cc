@@ -207,7 +207,7 @@ void CostModel::note_unaligned(const LayerSpec& l, const Op& op, size_t index, d
   const auto odd = [](const Op& o) {
     std::string sizes;
     for (double d : {o.m, o.n, o.k}) {
-      if (std::fmod(d, 8) == 0) continue;
+      if (tensor_core_aligned(d)) continue;
       char num[32];
       std::snprintf(num, sizeof num, "%s%g", sizes.empty() ? "" : ", ", d);
       sizes += num;

@@ -239,10 +239,11 @@ constexpr double kMinSliceK = 2048;
 
 }  // namespace
 
+bool tensor_core_aligned(double size) { return std::fmod(size, 8) == 0; }
+
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
   if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
-  const auto aligned = [](double d) { return std::fmod(d, 8) == 0; };
-  return !(aligned(op.m) && aligned(op.n) && aligned(op.k));
+  return !(tensor_core_aligned(op.m) && tensor_core_aligned(op.n) && tensor_core_aligned(op.k));
 }
 
 namespace {

@@ -60,6 +60,8 @@ constexpr double kTf32Share = 0.65;
 // words (docs/estimator.md, "Two costs the GPT rows lacked"). TF32 is not penalized: no row
 // calibrates it. Convolutions are not: cuDNN pads channels.
 constexpr double kUnalignedShare = 0.22;
+// Whether one GEMM size is a multiple of 8 values, as those kernels need.
+bool tensor_core_aligned(double size);
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op);
 
 // A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel
