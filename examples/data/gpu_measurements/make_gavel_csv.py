@@ -6,6 +6,7 @@ gavel-physical.csv from the table Gavel measured on its physical cluster
 of each single-GPU job the zoo covers, as seconds per iteration. A zero (a job
 that did not run, e.g. ResNet-50 batch 128 on the K80 of the physical table) is
 left out. One batch size per model is the calibration split, the rest validation.
+With an argument (gavel.csv or gavel-physical.csv) it prints that file instead.
 The optimizers are those of Gavel's workloads (stanford-futuredata/gavel
 workloads/pytorch: image models SGD with momentum, Transformer and
 Recommendation Adam, LM plain SGD). A3C and CycleGAN are not in the zoo."""
@@ -33,6 +34,8 @@ def write(source, name, title):
                 continue
             split = "calibration" if (job, batch) in calibration else "validation"
             rows.append((zoo[job], batch, gpu, 1.0 / steps, split))
+    if len(sys.argv) > 1 and sys.argv[1] != name:
+        return
     out = open(os.path.join(here, name), "w") if len(sys.argv) < 2 else sys.stdout
     out.write(f"# {title}; make_gavel_csv.py wrote it.\n")
     out.write("model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s,split,optimizer,source\n")
@@ -40,6 +43,8 @@ def write(source, name, title):
         out.write(f"{model},{batch},fp32,{gpu},1,1,{t:.6f},{split},{optimizer[model]},gavel {source}\n")
 
 
+if len(sys.argv) > 1 and sys.argv[1] not in ("gavel.csv", "gavel-physical.csv"):
+    sys.exit("usage: make_gavel_csv.py [gavel.csv | gavel-physical.csv]")
 write("simulation_throughputs.json", "gavel.csv", "Gavel's measured table (K80 / P100 / V100, FP32, one GPU)")
 write("physical_cluster_throughputs.json", "gavel-physical.csv",
       "Gavel's table measured on its physical cluster (K80 / P100 / V100, FP32, one GPU)")
