@@ -1,10 +1,11 @@
 // `cellsched validate fork`: what one iteration of a forked copy (HadarE) is
-// worth. The LibTorch example trainer trains its model to a fixed held-out
-// loss, once as one gang and once as k copies whose weights are averaged
-// (equal iterations, so equal weights, runner/checkpoint.h) after every
-// round; fork efficiency(k) = iterations to the target of one gang / total
-// iterations of the k copies to the target. --batch and --label-noise set the
-// regime (the trainer's, for every gang; the held-out set stays the same).
+// worth. An example trainer (LibTorch, or PyTorch with --trainer) trains its
+// model to a fixed held-out loss, once as one gang and once as k copies whose
+// weights are averaged (equal iterations, so equal weights,
+// runner/checkpoint.h) after every round; fork efficiency(k) = iterations to
+// the target of one gang / total iterations of the k copies to the target.
+// --batch and --label-noise set the regime (the trainer's, for every gang; the
+// held-out set stays the same).
 // docs/hadar.md, "Fork efficiency".
 #include <fcntl.h>
 #include <spawn.h>
@@ -161,7 +162,8 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
       ("batch", po::value(&r.batch)->default_value(64), "training samples per iteration of every gang (1..1000000)")
       ("label-noise", po::value(&r.label_noise)->default_value(0.01, "0.01"),
        "standard deviation of the noise on the training labels (0..1000); the held-out set keeps 0.01")
-      ("trainer", po::value(&trainer), "LibTorch example trainer (default: cellsched_example_trainer beside cellsched)")
+      ("trainer", po::value(&trainer), "example trainer to run: the LibTorch one (default: cellsched_example_trainer "
+       "beside cellsched) or the PyTorch one (examples/trainers/train.py)")
       ("work-dir", po::value(&work), "scratch directory (default: a fresh one under the system temp dir)")
       ("json", "print JSON");
   po::variables_map vm;
@@ -199,12 +201,17 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   std::vector<std::vector<double>> its(static_cast<size_t>(seeds), std::vector<double>(copies.size(), -1));
   for (int s = 0; s < seeds; ++s) {
     const double target = ratio * eval_loss(r, s, "");
-    for (size_t i = 0; i < copies.size(); ++i)
+    for (size_t i = 0; i < copies.size(); ++i) {
+      if (stderr_is_tty())  // progress, redrawn on one line (minutes in all)
+        std::cerr << "\r\033[Kvalidate fork: seed " << s + 1 << " of " << seeds << ", " << copies[i]
+                  << (copies[i] == 1 ? " gang" : " copies") << " training to the target" << std::flush;
       its[static_cast<size_t>(s)][i] = iterations_to_target(r, *avg, s, copies[i], target);
+    }
     if (its[static_cast<size_t>(s)][0] < 0)
       throw std::runtime_error("one gang did not reach the target within --max-rounds (seed " +
                                std::to_string(s) + ")");
   }
+  clear_progress();
   if (own_dir) fs::remove_all(r.dir);
 
   const bool json = vm.count("json") > 0;

@@ -9,9 +9,16 @@ It stops cleanly on SIGTERM (and SIGHUP/SIGINT): a last checkpoint, then exit 0.
 
 Run it with Debian's python3 (python3-torch): `/usr/bin/python3 train.py`.
 Options: --lr, --batch, --hidden, --save-every SECONDS, --step-sleep SECONDS
-(slows each step down, for demos and tests).
+(slows each step down, for demos and tests), and the ones `cellsched validate
+fork --trainer` passes, as the LibTorch twin (train.cc) takes them:
+--data-seed N fixes the training batches (default: from the clock),
+--label-noise S is the standard deviation of the noise on the training labels
+(default 0.01), and --eval trains nothing: it prints `loss=L`, the mean squared
+error of the CELLSCHED_CKPT_IN weights (or the initial ones) on a fixed
+held-out set of 4,096 samples whose labels carry noise 0.01. Bad values exit 2.
 """
 import argparse
+import math
 import os
 import signal
 import sys
@@ -35,7 +42,14 @@ def main():
     p.add_argument("--inputs", type=int, default=32)
     p.add_argument("--save-every", type=float, default=1.0)
     p.add_argument("--step-sleep", type=float, default=0.0)
-    a = p.parse_args()
+    p.add_argument("--data-seed", type=int, default=-1)
+    p.add_argument("--label-noise", type=float, default=0.01)
+    p.add_argument("--eval", action="store_true")
+    a = p.parse_args()  # a malformed value exits 2 (argparse)
+    if not 1 <= a.batch <= 1000000:
+        p.error(f"--batch: {a.batch} is not a batch size in 1..1000000")
+    if not (math.isfinite(a.label_noise) and 0 <= a.label_noise <= 1000):
+        p.error(f"--label-noise: {a.label_noise} is not a standard deviation in [0, 1000]")
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
 
@@ -56,9 +70,17 @@ def main():
                                 torch.nn.Linear(a.hidden, 1))
     if ckpt_in and os.path.exists(ckpt_in):
         model.load_state_dict(torch.load(ckpt_in))
+    if a.eval:
+        held = torch.Generator().manual_seed(424242 + job)  # the same set for every gang
+        with torch.no_grad():
+            x = torch.randn(4096, a.inputs, generator=held)
+            y = x @ w_true + 0.01 * torch.randn(4096, 1, generator=held)
+            print(f"loss={torch.nn.functional.mse_loss(model(x), y).item()!r}", flush=True)
+        return 0
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
-    # Each copy (and each launch) sees its own stream of data.
-    gen = torch.Generator().manual_seed(job * 1000003 + copy * 7919 + int(time.time() * 1000) % 100003)
+    # Each copy (and each launch) sees its own stream of data, unless --data-seed fixes it.
+    seed = a.data_seed if a.data_seed >= 0 else job * 1000003 + copy * 7919 + int(time.time() * 1000) % 100003
+    gen = torch.Generator().manual_seed(seed)
 
     n = 0
     saved = 0
@@ -85,7 +107,7 @@ def main():
     saved_for_round = False
     while not stop and n < target:
         x = torch.randn(a.batch, a.inputs, generator=gen)
-        y = x @ w_true + 0.01 * torch.randn(a.batch, 1, generator=gen)
+        y = x @ w_true + a.label_noise * torch.randn(a.batch, 1, generator=gen)
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()

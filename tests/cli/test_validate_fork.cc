@@ -78,6 +78,38 @@ TEST_F(ValidateFork, TinyMeasurementRunsAndReportsEfficiency) {
   EXPECT_NEAR(j["results"][1]["noise_model_efficiency"].get<double>(), std::clamp(eff, 0.5, 1.0), 1e-9);
 }
 
+// The PyTorch example trainer takes the same contract (--eval, --data-seed,
+// --label-noise): validate fork measures with it through --trainer, the
+// copies averaged by the LibTorch averager from its torch.save checkpoints.
+TEST_F(ValidateFork, PytorchTrainerMeasuresTheSameWay) {
+#ifndef CELLSCHED_TEST_TORCH
+  GTEST_SKIP() << "this build has no LibTorch";
+#endif
+  if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
+  const std::string train = std::string(CELLSCHED_EXAMPLES) + "/trainers/train.py";
+  const Result r = run({"--trainer", train, "--seeds", "1", "--copies", "2", "--round-iterations", "40",
+                        "--target-ratio", "0.01", "--work-dir", (dir_ / "w").string(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trainer"], train);
+  ASSERT_EQ(j["results"].size(), 2u);
+  const double its1 = j["results"][0]["iterations_to_target"][0].get<double>();
+  const double its2 = j["results"][1]["iterations_to_target"][0].get<double>();
+  ASSERT_GT(its1, 0);
+  ASSERT_GT(its2, 0);
+  EXPECT_EQ(static_cast<long>(its2) % 80, 0);  // whole rounds of 2 gangs x 40
+  EXPECT_NEAR(j["results"][1]["efficiency_mean"].get<double>(), its1 / its2, 1e-12);
+  // The Python trainer refuses a bad regime with exit 2, as the LibTorch one does.
+  for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
+           {"--batch", "0"}, {"--label-noise", "nan"}}) {
+    std::vector<std::string> args{"/usr/bin/python3", train, "--eval"};
+    args.insert(args.end(), a.begin(), a.end());
+    const Result bad = cellsched::testing::run_in(args, dir_);
+    EXPECT_EQ(bad.status, 2) << a[0] << " " << a[1] << ": " << bad.err;
+  }
+}
+
 // The regime flags reach the trainer: a noisy, small-batch measurement runs
 // (one seed, a target one round of 100 iterations reaches: a few processes)
 // and says which regime it measured.
