@@ -121,6 +121,67 @@ nlohmann::json cell_json(const Cell& c) {
   return j;
 }
 
+// --out: sweep.csv, sweep.json, jct_vs_load.png and each rate's plots.
+void write_sweep_files(const std::vector<Cell>& cells, const std::vector<double>& rates,
+                       const nlohmann::json& doc, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
+  const fs::path d(out_dir);
+  {
+    std::ofstream f(d / "sweep.csv");
+    if (!f) throw InputError((d / "sweep.csv").string() + ": cannot write");
+    f.precision(10);
+    f << "policy,rate_per_hour,mean_interarrival_s,window_jobs,window_finished,avg_jct_s,"
+         "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru\n";
+    for (const Cell& c : cells) {
+      const RunMetrics& m = c.run.metrics;
+      f << c.policy << "," << c.rate << "," << 3600.0 / c.rate << "," << c.window_jobs << ","
+        << c.window_finished << ",";
+      if (c.avg_jct_s >= 0) f << c.avg_jct_s;
+      f << "," << m.jobs << "," << m.completed << "," << m.jct_mean_s << "," << m.jct_p99_s
+        << "," << m.ttd_s << "," << m.cru << "\n";
+    }
+    if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
+  }
+  {
+    std::ofstream f(d / "sweep.json");
+    if (!(f << doc.dump(2) << "\n")) throw InputError((d / "sweep.json").string() + ": cannot write");
+  }
+  std::vector<LoadPoint> points;
+  for (const Cell& c : cells) points.push_back({c.policy, c.rate, c.avg_jct_s});
+  plot_jct_vs_load(points, out_dir);
+  for (double r : rates) {
+    std::vector<RunRecord> runs;
+    for (const Cell& c : cells)
+      if (c.rate == r) runs.push_back(c.run);
+    write_plots(runs, (d / ("rate-" + rate_label(r))).string());
+  }
+}
+
+// The average JCT of each policy (rows) at each rate (columns).
+void print_sweep_table(const std::vector<Cell>& cells, const std::vector<std::string>& names,
+                       const std::vector<double>& rates) {
+  std::vector<std::string> header = {"policy"};
+  for (double r : rates) header.push_back(rate_label(r) + " jobs/h");
+  Table t(header);
+  for (const std::string& name : names) {
+    std::vector<std::string> row = {name};
+    for (double r : rates) {
+      for (const Cell& c : cells) {
+        if (c.policy != name || c.rate != r) continue;
+        std::string v = hours(c.avg_jct_s);
+        if (c.window_finished < c.window_jobs)
+          v += " (" + std::to_string(c.window_jobs - c.window_finished) + " unfinished)";
+        row.push_back(v);
+      }
+    }
+    t.add(row);
+  }
+  t.print(std::cout);
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -233,42 +294,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   for (const Cell& c : cells) results.push_back(cell_json(c));
   doc["results"] = results;
 
-  if (vm.count("out")) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
-    const fs::path d(out_dir);
-    {
-      std::ofstream f(d / "sweep.csv");
-      if (!f) throw InputError((d / "sweep.csv").string() + ": cannot write");
-      f.precision(10);
-      f << "policy,rate_per_hour,mean_interarrival_s,window_jobs,window_finished,avg_jct_s,"
-           "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru\n";
-      for (const Cell& c : cells) {
-        const RunMetrics& m = c.run.metrics;
-        f << c.policy << "," << c.rate << "," << 3600.0 / c.rate << "," << c.window_jobs << ","
-          << c.window_finished << ",";
-        if (c.avg_jct_s >= 0) f << c.avg_jct_s;
-        f << "," << m.jobs << "," << m.completed << "," << m.jct_mean_s << "," << m.jct_p99_s
-          << "," << m.ttd_s << "," << m.cru << "\n";
-      }
-      if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
-    }
-    {
-      std::ofstream f(d / "sweep.json");
-      if (!(f << doc.dump(2) << "\n")) throw InputError((d / "sweep.json").string() + ": cannot write");
-    }
-    std::vector<LoadPoint> points;
-    for (const Cell& c : cells) points.push_back({c.policy, c.rate, c.avg_jct_s});
-    plot_jct_vs_load(points, out_dir);
-    for (double r : rates) {
-      std::vector<RunRecord> runs;
-      for (const Cell& c : cells)
-        if (c.rate == r) runs.push_back(c.run);
-      write_plots(runs, (d / ("rate-" + rate_label(r))).string());
-    }
-  }
+  if (vm.count("out")) write_sweep_files(cells, rates, doc, out_dir);
 
   if (vm.count("json")) {
     std::cout << doc.dump(2) << "\n";
@@ -285,23 +311,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     std::cout << "\n";
   }
   std::cout << "\n";
-  std::vector<std::string> header = {"policy"};
-  for (double r : rates) header.push_back(rate_label(r) + " jobs/h");
-  Table t(header);
-  for (const std::string& name : names) {
-    std::vector<std::string> row = {name};
-    for (double r : rates) {
-      for (const Cell& c : cells) {
-        if (c.policy != name || c.rate != r) continue;
-        std::string v = hours(c.avg_jct_s);
-        if (c.window_finished < c.window_jobs)
-          v += " (" + std::to_string(c.window_jobs - c.window_finished) + " unfinished)";
-        row.push_back(v);
-      }
-    }
-    t.add(row);
-  }
-  t.print(std::cout);
+  print_sweep_table(cells, names, rates);
   if (vm.count("out")) std::cout << "\nwrote " << out_dir << "/{sweep.csv,sweep.json,jct_vs_load.png}\n";
   return 0;
 }
