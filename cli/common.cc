@@ -138,15 +138,17 @@ std::function<void(double, long, long)> sim_progress(const std::string& label) {
     if (now - st->last < std::chrono::milliseconds(200) && done < total) return;
     st->last = now;
     const double secs = std::chrono::duration<double>(now - st->start).count();
-    std::cerr << "\r\033[K" << label << ": simulated " << fixed(t / 3600, 1) << " h, " << done << "/" << total
-              << " jobs done, " << (secs > 0 ? fixed(static_cast<double>(st->rounds) / secs, 0) : "-") << " rounds/s"
-              << std::flush;
+    show_progress(label + ": simulated " + fixed(t / 3600, 1) + " h, " + std::to_string(done) + "/" +
+                  std::to_string(total) + " jobs done, " +
+                  (secs > 0 ? fixed(static_cast<double>(st->rounds) / secs, 0) : "-") + " rounds/s");
   };
 }
 
-void clear_progress() {
-  if (stderr_is_tty()) std::cerr << "\r\033[K" << std::flush;
+void show_progress(const std::string& line) {
+  if (stderr_is_tty()) std::cerr << "\r\033[K" << line << std::flush;
 }
+
+void clear_progress() { show_progress(""); }
 
 void Table::print(std::ostream& out) const {
   std::vector<size_t> width(header_.size(), 0);

@@ -84,6 +84,8 @@ bool stderr_is_tty();
 // empty): "LABEL: simulated 123.4 h, 500/82247 jobs done, 812 rounds/s",
 // redrawn at most 5 times a second. clear_progress() wipes it.
 std::function<void(double, long, long)> sim_progress(const std::string& label);
+// Redraws the one progress line on stderr with `line`, when it is a terminal.
+void show_progress(const std::string& line);
 void clear_progress();
 
 // Simple aligned text table.

@@ -143,6 +143,9 @@ struct Loaded {
 };
 
 Loaded load(const Common& c) {
+  // Named here, where the flag is: deeper, estimate's plan parser would call
+  // -5 "not divisible by mb" and the tuner would not name the value.
+  if (c.batch < 1) throw InputError("--batch must be >= 1, got " + std::to_string(c.batch));
   Loaded l;
   l.model = load_model(c.model);
   const std::string type = canonical_gpu_name(c.gpu_type);

@@ -202,9 +202,8 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   for (int s = 0; s < seeds; ++s) {
     const double target = ratio * eval_loss(r, s, "");
     for (size_t i = 0; i < copies.size(); ++i) {
-      if (stderr_is_tty())  // progress, redrawn on one line (minutes in all)
-        std::cerr << "\r\033[Kvalidate fork: seed " << s + 1 << " of " << seeds << ", " << copies[i]
-                  << (copies[i] == 1 ? " gang" : " copies") << " training to the target" << std::flush;
+      show_progress("validate fork: seed " + std::to_string(s + 1) + " of " + std::to_string(seeds) + ", " +
+                    std::to_string(copies[i]) + (copies[i] == 1 ? " gang" : " copies") + " training to the target");
       its[static_cast<size_t>(s)][i] = iterations_to_target(r, *avg, s, copies[i], target);
     }
     if (its[static_cast<size_t>(s)][0] < 0)

@@ -335,8 +335,7 @@ Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, 
   p.micro_batches = mb;
   p.recompute = recompute;
   if (mbs == 0) {
-    if (global_batch < 1) throw InputError("--batch must be >= 1, got " + std::to_string(global_batch));
-    if (global_batch % mb != 0)
+    if (global_batch < 1 || global_batch % mb != 0)
       throw InputError("--plan: global batch " + std::to_string(global_batch) +
                        " is not divisible by mb=" + std::to_string(mb));
     mbs = global_batch / mb;

@@ -357,6 +357,12 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   EXPECT_TRUE(j["feasible"].get<bool>());
   r = run({"estimate", "--model", "gpt-125m", "--gpu-type", "v100", "--precision", "bf16", "--db", db()});
   EXPECT_EQ(r.status, 2);  // no bf16 on a V100
+  // A batch below 1 is named as such, by estimate (not as indivisible by mb) and by tune.
+  for (const char* verb : {"estimate", "tune"}) {
+    r = run({verb, "--model", "gpt-125m", "--gpu-type", "v100", "--batch", "-5", "--db", (dir_ / "none.db").string()});
+    EXPECT_EQ(r.status, 2) << verb;
+    EXPECT_NE(r.err.find("--batch must be >= 1, got -5"), std::string::npos) << verb << ": " << r.err;
+  }
   // The shipped comparison runs; a bad row is named by file and line, exit 2.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;

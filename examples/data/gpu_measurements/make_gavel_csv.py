@@ -21,6 +21,8 @@ calibration = {("ResNet-18", 64), ("ResNet-50", 64), ("Transformer", 64), ("LM",
 
 
 def write(source, name, title):
+    if len(sys.argv) > 1 and sys.argv[1] != name:
+        return
     table = json.load(open(os.path.join(here, "..", "gavel", source)))
     rows = []
     for gpu in ("k80", "p100", "v100"):
@@ -34,8 +36,6 @@ def write(source, name, title):
                 continue
             split = "calibration" if (job, batch) in calibration else "validation"
             rows.append((zoo[job], batch, gpu, 1.0 / steps, split))
-    if len(sys.argv) > 1 and sys.argv[1] != name:
-        return
     out = open(os.path.join(here, name), "w") if len(sys.argv) < 2 else sys.stdout
     out.write(f"# {title}; make_gavel_csv.py wrote it.\n")
     out.write("model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s,split,optimizer,source\n")
