@@ -48,8 +48,9 @@ Op stream(OpClass cls, double bytes, int kernels, double flops = 0) {
 
 // Convolution + batch norm (+ ReLU) at `pixels` output pixels per image.
 void conv_bn(std::vector<Op>& ops, double mb, double in, double out, double ksize, double pixels, double bpv,
-             bool relu) {
+             bool relu, double stride = 1) {
   ops.push_back(product(OpClass::Conv, mb * pixels, out, in * ksize * ksize, 1, bpv));
+  ops.back().winograd = ksize == 3 && stride == 1;
   // Training batch norm: statistics pass (read) and normalize (read + write); ReLU read + write.
   ops.push_back(stream(OpClass::Elementwise, mb * out * pixels * bpv * (relu ? 5 : 3), relu ? 2 : 1));
 }
@@ -112,11 +113,11 @@ void residual_ops(std::vector<Op>& ops, const LayerSpec& l, double mb, double bp
   const double si = l.spatial, so = si / l.stride, pi = si * si, po = so * so;
   const double in = l.in_channels, mid = l.mid_channels, out = l.out_channels;
   if (mid == 0) {
-    conv_bn(ops, mb, in, out, 3, po, bpv, true);
+    conv_bn(ops, mb, in, out, 3, po, bpv, true, l.stride);
     conv_bn(ops, mb, out, out, 3, po, bpv, false);
   } else {  // v1.5 bottleneck: the stride on the 3x3 conv
     conv_bn(ops, mb, in, mid, 1, pi, bpv, true);
-    conv_bn(ops, mb, mid, mid, 3, po, bpv, true);
+    conv_bn(ops, mb, mid, mid, 3, po, bpv, true, l.stride);
     conv_bn(ops, mb, mid, out, 1, po, bpv, false);
   }
   if (in != out || l.stride != 1) conv_bn(ops, mb, in, out, 1, po, bpv, false);  // projection
@@ -197,24 +198,31 @@ bool fused_attention(const ModelSpec& m, const GpuSpec& g) {
   return transformer && fused_arch;
 }
 
+// Winograd's speedup on an fp32 3x3 stride-1 convolution, Maxwell and newer
+// (cuDNN 5 added the transform for 3x3 filters; cuDNN's heuristics, or timing
+// under cudnn.benchmark, pick it). Fitted on the Pascal/Volta ResNet
+// calibration rows; the K80's rows reject it (docs/estimator.md, "Winograd,
+// and the K80's wide SMX").
+constexpr double kWinograd = 1.4;
+
 const Efficiency& efficiency_of(const GpuSpec& g) {
   // Calibrated on the `calibration` rows of examples/data/gpu_measurements/
   // (docs/estimator.md: which rows, and the errors before and after).
   static const std::map<std::string, Efficiency> by_arch = {
-      {"kepler", {0.55, 0.55, 0.80, 0.60, 10}},
-      {"pascal", {0.85, 0.85, 0.85, 0.80, 10}},
-      {"volta", {0.88, 0.52, 0.85, 0.80, 10}},
-      {"turing", {0.85, 0.60, 0.85, 0.80, 10}},
-      {"ampere", {0.88, 0.72, 0.85, 0.80, 10}},
-      {"ada", {0.85, 0.62, 0.85, 0.80, 10}},
-      {"hopper", {0.85, 0.62, 0.80, 0.80, 10}},
-      {"cpu", {0.50, 0.50, 0.50, 0.50, 10}},
+      {"kepler", {0.55, 0.55, 0.80, 0.60, 10, 1.0, 3.0}},
+      {"pascal", {0.85, 0.85, 0.85, 0.80, 10, kWinograd}},
+      {"volta", {0.88, 0.52, 0.85, 0.80, 10, kWinograd}},
+      {"turing", {0.85, 0.60, 0.85, 0.80, 10, kWinograd}},
+      {"ampere", {0.88, 0.72, 0.85, 0.80, 10, kWinograd}},
+      {"ada", {0.85, 0.62, 0.85, 0.80, 10, kWinograd}},
+      {"hopper", {0.85, 0.62, 0.80, 0.80, 10, kWinograd}},
+      {"cpu", {0.50, 0.50, 0.50, 0.50, 10, 1.0}},
   };
   // Power-limited boards sustain clocks well below the datasheet boost.
   static const std::map<std::string, Efficiency> by_name = {
-      {"a10", {0.80, 0.55, 0.85, 0.80, 10}},
-      {"a40", {0.85, 0.65, 0.85, 0.80, 10}},
-      {"t4", {0.75, 0.50, 0.85, 0.75, 10}},
+      {"a10", {0.80, 0.55, 0.85, 0.80, 10, kWinograd}},
+      {"a40", {0.85, 0.65, 0.85, 0.80, 10, kWinograd}},
+      {"t4", {0.75, 0.50, 0.85, 0.75, 10, kWinograd}},
   };
   if (auto it = by_name.find(g.name); it != by_name.end()) return it->second;
   if (auto it = by_arch.find(g.arch); it != by_arch.end()) return it->second;
@@ -261,7 +269,9 @@ double top_gemm_efficiency(const GpuSpec& g, Precision p) {
 double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const double top = top_gemm_efficiency(g, p);
-  const double sms = std::max(1, g.sm_count);
+  // CUDA-core GEMMs fill an SM by its FP32 lanes (Efficiency::sm_width).
+  const bool tensor = p != Precision::FP32 && g.tensor_cores();
+  const double sms = std::max(1, g.sm_count) * (tensor ? 1.0 : efficiency_of(g).sm_width);
   double best = 0;
   for (const Tile& t : kTiles) {
     const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
@@ -292,6 +302,7 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   } else if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;
+    if (op.winograd && p == Precision::FP32) eff *= e.winograd;
     if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op)) eff *= kUnalignedShare;
     if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);
   } else if (op.flops > 0) {

@@ -31,6 +31,9 @@ struct Op {
   // Fused attention (FlashAttention-style): priced at kFusedAttentionShare of
   // the generation's GEMM efficiency, its backward at kFusedAttentionBackward.
   bool fused = false;
+  // A 3x3 convolution at stride 1: cuDNN may run it as a Winograd transform
+  // (Efficiency::winograd).
+  bool winograd = false;
 };
 
 // Backward of an op relative to its forward: GEMM-like ops compute the input
@@ -85,6 +88,10 @@ struct Efficiency {
   double conv = 0.85;        // convolutions relative to a GEMM of the same shape
   double memory = 0.8;       // fraction of the memory bandwidth streaming kernels reach
   double issue_us = 10;      // host time to issue one kernel (framework dispatch)
+  double winograd = 1.0;     // speedup of an fp32 3x3 stride-1 convolution over its implicit GEMM
+  // An SM's FP32 lanes over the 64 that the tiles' slots per SM are counted
+  // for: Kepler's SMX has 192, which it feeds by dual issue (3); others 1.
+  double sm_width = 1.0;
 };
 const Efficiency& efficiency_of(const GpuSpec& g);
 

@@ -270,6 +270,66 @@ TEST(OpCost, LstmStepsInSequence) {
   EXPECT_NEAR(rf, rec.layers[0].flops_per_sample * 512, 1e-6 * rf);
 }
 
+// Winograd: an fp32 3x3 stride-1 convolution runs e.winograd times faster on
+// Maxwell and newer; strided, 1x1 and 16-bit convolutions and the K80 do not.
+TEST(OpCost, WinogradSpeedsUpFp32ThreeByThreeConvolutions) {
+  const ModelSpec r18 = model_by_name("resnet-18");
+  const LayerSpec* strided = nullptr;
+  for (const LayerSpec& l : r18.layers)
+    if (l.kind == "residual_block" && l.stride == 2) strided = &l;
+  ASSERT_NE(strided, nullptr);
+  const auto ops = layer_ops(r18, *strided, 64, 1);
+  std::vector<const Op*> convs;
+  for (const Op& o : ops)
+    if (o.cls == OpClass::Conv) convs.push_back(&o);
+  ASSERT_EQ(convs.size(), 3u);  // 3x3 stride 2, 3x3 stride 1, 1x1 projection
+  EXPECT_FALSE(convs[0]->winograd);
+  EXPECT_TRUE(convs[1]->winograd);
+  EXPECT_FALSE(convs[2]->winograd);
+  const GpuSpec& v100 = gpu("v100");
+  const Efficiency& e = efficiency_of(v100);
+  EXPECT_GT(e.winograd, 1.0);
+  const Op& w = *convs[1];
+  const double shape = gemm_efficiency(v100, Precision::FP32, w.m, w.n, w.k, w.batch);
+  EXPECT_NEAR(op_time_ms(v100, Precision::FP32, w, false),
+              w.flops / (15.7e12 * shape * e.conv * e.winograd) * 1e3, 1e-9);
+  Op plain = w;
+  plain.winograd = false;
+  EXPECT_NEAR(op_time_ms(v100, Precision::FP32, w, true) * e.winograd,
+              op_time_ms(v100, Precision::FP32, plain, true), 1e-9);
+  // Tensor cores run the implicit GEMM; the K80 has no Winograd speedup.
+  EXPECT_DOUBLE_EQ(op_time_ms(v100, Precision::FP16, w, false), op_time_ms(v100, Precision::FP16, plain, false));
+  EXPECT_DOUBLE_EQ(efficiency_of(gpu("k80")).winograd, 1.0);
+  EXPECT_DOUBLE_EQ(op_time_ms(gpu("k80"), Precision::FP32, w, false),
+                   op_time_ms(gpu("k80"), Precision::FP32, plain, false));
+}
+
+// A Kepler SMX has 192 FP32 lanes, three times a Pascal SM's: a product too
+// small to fill the GPU gets a third of the share per tile, so an LSTM step
+// (20 x 800 x 200) is no faster on the K80 than on the newer P100 and V100.
+TEST(OpCost, KeplerSmxNeedsThreeTimesTheTiles) {
+  const GpuSpec& k80 = gpu("k80");
+  EXPECT_DOUBLE_EQ(efficiency_of(k80).sm_width, 3.0);
+  EXPECT_DOUBLE_EQ(efficiency_of(gpu("p100")).sm_width, 1.0);
+  // The best tile is 128 x 64: its 13 tiles fill 13 of 13 SMX x 2 x 3 slots
+  // (a third of the 13 x 2 a 64-lane SM would count).
+  const double small = gemm_efficiency(k80, Precision::FP32, 20, 800, 200);
+  EXPECT_NEAR(small,
+              efficiency_of(k80).gemm_fp32 * 0.88 * (20.0 * 800 / (128 * 832)) * (13.0 / (13 * 2 * 3)) * 200 / 232,
+              1e-12);
+  // A product with many waves is not affected.
+  EXPECT_GT(gemm_efficiency(k80, Precision::FP32, 8192, 8192, 8192), 0.9 * efficiency_of(k80).gemm_fp32);
+  Op step;
+  step.cls = OpClass::Gemm;
+  step.m = 20;
+  step.n = 800;
+  step.k = 200;
+  step.flops = 2 * 20.0 * 800 * 200;
+  const double k80_ms = op_time_ms(k80, Precision::FP32, step, false);
+  EXPECT_GT(k80_ms, op_time_ms(gpu("p100"), Precision::FP32, step, false));
+  EXPECT_GT(op_time_ms(gpu("p100"), Precision::FP32, step, false), op_time_ms(gpu("v100"), Precision::FP32, step, false));
+}
+
 // Mixed precision as torch.autocast runs it: the residual stream, layer norms
 // and the loss are fp32, the GEMM inputs 16-bit casts (docs/estimator.md).
 TEST(OpCost, MixedPrecisionKeepsTheResidualStreamFp32) {
