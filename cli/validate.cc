@@ -424,6 +424,9 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw InputError("--colocation-probe and --no-colocation-probe contradict each other");
   s.colocation_probe = vm.count("no-colocation-probe") == 0;
   const ModelSpec model = load_model(s.model_name);
+  if (model.family == "cyclegan")  // its workers would fail building the chain
+    throw InputError(model.name + ": CycleGAN's generators and discriminators are not one chain of layers, so "
+                     "validate cannot train it (profile and estimate it instead)");
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
     return 1;

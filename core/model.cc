@@ -300,11 +300,16 @@ void build(ModelSpec& m, const std::string& file, long line) {
   } else if (m.family == "autoencoder") {
     need(m.hidden > 0 && m.vocab > 0, "hidden and vocab (the items) must be positive");
     detail::add_autoencoder_layers(m);
+  } else if (m.family == "cyclegan") {
+    need(m.image >= 16 && m.image % 16 == 0, "image must be a positive multiple of 16");
+    need(m.hidden > 0 && m.hidden <= 1024 && m.num_layers > 0,
+         "hidden (the generators' first channels, at most 1024) and num_layers (residual blocks) must be positive");
+    detail::add_cyclegan_layers(m);
   } else if (m.family == "torchscript") {
     need(!m.torchscript_path.empty(), "torchscript needs 'path'");
   } else {
     fail_input(file, line,
-               "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, torchscript)");
+               "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, cyclegan, torchscript)");
   }
 }
 
@@ -353,6 +358,9 @@ const std::map<std::string, ModelSpec>& zoo() {
         // preprocessing, every item scored (an upper bound: Gavel's runs
         // sample negatives, scoring only the batch's items).
         detail::autoencoder("recommendation", 20108, 200),
+        // CycleGAN: PyTorch-GAN's implementation as Gavel runs it (monet2photo
+        // at 256 x 256, 9 residual blocks, 64 channels first, batch 1).
+        detail::cyclegan("cyclegan", 256, 9, 64),
     };
     auto moe = [](std::string name, int hidden, int layers, int heads, int seq, int vocab,
                   int experts, int top_k) {

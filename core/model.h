@@ -12,7 +12,9 @@ namespace cellsched {
 
 struct LayerSpec {
   std::string name;        // "block.7", "embedding", "head"
-  std::string kind;        // "embedding", "decoder", "moe_decoder", "head", "conv", "residual_group", "torchscript"
+  std::string kind;        // "embedding", "decoder", "moe_decoder", "head", "conv", "residual_block", "lstm",
+                           // "dense", "dense_head", "gan_conv", "gan_up", "gan_residual", "gan_out",
+                           // "gan_disc", "gan_disc_out", "torchscript"
   // Layers with equal shape_key have identical shapes and are profiled once.
   std::string shape_key;
   double params = 0;                  // parameter count
@@ -23,6 +25,12 @@ struct LayerSpec {
   // Convolutional layers (wrn): channels, stride and input height = width.
   // "bottleneck" blocks use mid_channels; "basic" blocks leave it 0.
   int in_channels = 0, mid_channels = 0, out_channels = 0, stride = 1, spatial = 0;
+  int kernel = 0;  // gan_* convolutions: the kernel's height = width
+  // Images (sequences) the layer runs per sample: a CycleGAN sample is one
+  // pair of images, and each generator translates, cycles back and maps an
+  // identity (3 passes), each discriminator judges 3 images. Per-sample sizes
+  // above include the passes; the profiler feeds micro-batch x passes inputs.
+  int passes = 1;
 };
 
 // How attention is computed: Unfused materializes the score matrices (softmax,
@@ -34,7 +42,7 @@ enum class Attention { Auto, Unfused, Fused };
 
 struct ModelSpec {
   std::string name;     // "gpt-350m", "moe-1.3b", "wrn-50-2", or a file name
-  std::string family;   // "gpt", "moe", "wrn", "torchscript"
+  std::string family;   // "gpt", "moe", "wrn", "lstm", "autoencoder", "cyclegan", "torchscript"
   // Family parameters (0 where they do not apply).
   int hidden = 0, num_layers = 0, heads = 0, seq = 0, vocab = 0;
   int experts = 0, top_k = 0;              // moe

@@ -22,4 +22,12 @@ void add_lstm_layers(ModelSpec& m);
 // input is one user's item vector: `vocab` = items, `hidden` = code width.
 void add_autoencoder_layers(ModelSpec& m);
 
+// family "cyclegan" (Gavel's CycleGAN: PyTorch-GAN's implementation at
+// `image` x `image`): two ResNet generators (a 7x7 stem of `hidden`
+// channels, two stride-2 downsamplings, `num_layers` residual blocks, two
+// nearest-upsampling convolutions, a 7x7 output) and two PatchGAN
+// discriminators (four 4x4 stride-2 blocks, a 4x4 output), instance norm.
+ModelSpec cyclegan(std::string name, int image, int blocks, int channels);
+void add_cyclegan_layers(ModelSpec& m);
+
 }  // namespace cellsched::detail

@@ -1,7 +1,7 @@
-// The LSTM language model and the recommendation autoencoder of Gavel's
-// measured table (stanford-futuredata/gavel workloads/pytorch/
-// language_modeling and recommendation), as layer sequences with analytic
-// sizes. Gavel's Transformer is a GPT-family description (core/model.cc).
+// The LSTM language model, the recommendation autoencoder and CycleGAN of
+// Gavel's measured table (stanford-futuredata/gavel workloads/pytorch/
+// language_modeling, recommendation and cyclegan), as layer sequences with
+// analytic sizes. Gavel's Transformer is a GPT-family description (core/model.cc).
 #include "core/model_build.h"
 
 namespace cellsched::detail {
@@ -87,6 +87,72 @@ void add_autoencoder_layers(ModelSpec& m) {
   // code; the head's input and logits.
   m.layers.push_back(dense("encoder", "dense", m.vocab, m.hidden, items + 2 * h, bpv));
   m.layers.push_back(dense("head", "dense_head", m.hidden, m.vocab, h + items, bpv));
+}
+
+ModelSpec cyclegan(std::string name, int image, int blocks, int channels) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.family = "cyclegan";
+  m.image = image;
+  m.num_layers = blocks;
+  m.hidden = channels;
+  return m;
+}
+
+namespace {
+
+// A convolution layer of a generator or discriminator: `in` channels at
+// `si` x `si` to `out` at `so` x `so`, a k x k kernel (with its bias),
+// `passes` images per sample; `saved` values per image kept for backward.
+LayerSpec gan_layer(const std::string& name, const char* kind, int in, int out, int k, int stride, int si,
+                    int so, int passes, double saved, double bpv) {
+  LayerSpec l;
+  l.name = name;
+  l.kind = kind;
+  l.in_channels = in;
+  l.out_channels = out;
+  l.kernel = k;
+  l.stride = stride;
+  l.spatial = si;
+  l.passes = passes;
+  const double convs = l.kind == "gan_residual" ? 2 : 1;
+  l.params = convs * (double(in) * out * k * k + out);
+  l.flops_per_sample = passes * convs * 2.0 * in * out * k * k * double(so) * so;
+  l.activation_bytes_per_sample = passes * double(out) * so * so * bpv;
+  l.saved_bytes_per_sample = passes * saved * bpv;
+  l.shape_key = std::string(kind) + ":i" + std::to_string(in) + ":o" + std::to_string(out) + ":k" +
+                std::to_string(k) + ":s" + std::to_string(stride) + ":x" + std::to_string(si) + ":p" +
+                std::to_string(passes);
+  return l;
+}
+
+}  // namespace
+
+void add_cyclegan_layers(ModelSpec& m) {
+  const int S = m.image, c = m.hidden, p = 3;
+  const double bpv = m.bytes_per_value, sq = double(S) * S;
+  for (const char* g : {"g_ab.", "g_ba."}) {
+    const std::string n = g;
+    // Saved per image: each conv's input, its output and the norm's (the ReLU's) output.
+    m.layers.push_back(gan_layer(n + "stem", "gan_conv", 3, c, 7, 1, S, S, p, 3 * sq + 2 * c * sq, bpv));
+    m.layers.push_back(gan_layer(n + "down1", "gan_conv", c, 2 * c, 3, 2, S, S / 2, p, c * sq + 2 * 2 * c * sq / 4, bpv));
+    m.layers.push_back(
+        gan_layer(n + "down2", "gan_conv", 2 * c, 4 * c, 3, 2, S / 2, S / 4, p, 2 * c * sq / 4 + 2 * 4 * c * sq / 16, bpv));
+    for (int b = 0; b < m.num_layers; ++b)  // two padded convs and norms, a ReLU between
+      m.layers.push_back(gan_layer(n + "res." + std::to_string(b), "gan_residual", 4 * c, 4 * c, 3, 1, S / 4, S / 4, p,
+                                   5 * 4 * c * sq / 16, bpv));
+    m.layers.push_back(gan_layer(n + "up1", "gan_up", 4 * c, 2 * c, 3, 1, S / 4, S / 2, p, 3 * 2 * c * sq / 4, bpv));
+    m.layers.push_back(gan_layer(n + "up2", "gan_up", 2 * c, c, 3, 1, S / 2, S, p, 3 * c * sq, bpv));
+    m.layers.push_back(gan_layer(n + "out", "gan_out", c, 3, 7, 1, S, S, p, c * sq + 2 * 3 * sq, bpv));
+  }
+  for (const char* d : {"d_a.", "d_b."}) {
+    const std::string n = d;
+    int in = 3, out = c, s = S;
+    for (int b = 1; b <= 4; ++b, in = out, out *= 2, s /= 2)
+      m.layers.push_back(gan_layer(n + "block" + std::to_string(b), "gan_disc", in, out, 4, 2, s, s / 2, p,
+                                   double(in) * s * s + 2.0 * out * s * s / 4, bpv));
+    m.layers.push_back(gan_layer(n + "out", "gan_disc_out", in, 1, 4, 1, s, s, p, double(in) * s * s + s * s, bpv));
+  }
 }
 
 }  // namespace cellsched::detail

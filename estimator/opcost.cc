@@ -124,6 +124,30 @@ void residual_ops(std::vector<Op>& ops, const LayerSpec& l, double mb, double bp
   ops.push_back(stream(OpClass::Elementwise, 5 * mb * out * po * bpv, 2));     // add + ReLU
 }
 
+// A CycleGAN layer over `images` images: its convolution(s) as implicit
+// GEMMs and the passes over the activations: nearest upsampling (read, write
+// 4x), reflection padding (a copy), instance norm (statistics, then normalize:
+// 3 passes), the activation (2), the residual add (3).
+void gan_ops(std::vector<Op>& ops, const LayerSpec& l, double images, double bpv) {
+  const double in = l.in_channels, out = l.out_channels, k = l.kernel, si = l.spatial;
+  const bool up = l.kind == "gan_up", residual = l.kind == "gan_residual";
+  const double so = up ? 2 * si : si / std::max(1, l.stride), pixels = so * so;
+  if (up) ops.push_back(stream(OpClass::Elementwise, images * in * (si * si + pixels) * bpv, 1));
+  const bool pad = residual || k == 7;
+  const bool norm = l.kind == "gan_conv" || up || residual || (l.kind == "gan_disc" && in != 3);
+  const bool act = l.kind != "gan_disc_out";
+  for (int c = 0; c < (residual ? 2 : 1); ++c) {
+    if (pad) ops.push_back(stream(OpClass::Elementwise, 2 * images * in * pixels * bpv, 1));
+    ops.push_back(product(OpClass::Conv, images * pixels, out, in * k * k, 1, bpv));
+    ops.back().winograd = k == 3 && (l.stride == 1 || up);
+    const bool a = act && !(residual && c == 1);  // the second conv of a block is added, not activated
+    const double passes = (norm ? 3 : 0) + (a ? 2 : 0);
+    if (passes > 0) ops.push_back(stream(OpClass::Elementwise, passes * images * out * pixels * bpv, (norm ? 2 : 0) + (a ? 1 : 0)));
+  }
+  if (residual) ops.push_back(stream(OpClass::Elementwise, 3 * images * out * pixels * bpv, 1));
+  if (l.kind == "gan_disc_out") ops.push_back(stream(OpClass::Loss, 3 * images * pixels * bpv, 2));  // MSE
+}
+
 }  // namespace
 
 std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int tp_in) {
@@ -154,6 +178,8 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
     if (imagenet) ops.push_back(stream(OpClass::Elementwise, mb * out * ho * ho * bpv * 1.25, 1));  // max pool
   } else if (l.kind == "residual_block" && l.out_channels > 0) {
     residual_ops(ops, l, mb, bpv);
+  } else if (l.kind.rfind("gan_", 0) == 0 && l.kernel > 0 && l.out_channels > 0) {
+    gan_ops(ops, l, mb * std::max(1, l.passes), bpv);
   } else if (l.kind == "head" && l.in_channels > 0) {  // image classifier: pool, linear, loss
     const double c = l.in_channels, sp = l.spatial, n = l.out_channels;
     ops.push_back(stream(OpClass::Elementwise, mb * c * (sp * sp + 1) * bpv, 1));
@@ -326,6 +352,7 @@ double layer_param_tensors(const LayerSpec& l) {
   if (l.kind == "embedding") return 2;
   if (l.kind == "lstm") return 4;
   if (l.kind == "head") return 3;
+  if (l.kind == "gan_residual") return 4;  // two convolutions (weight, bias); instance norm has none
   return 2;
 }
 

@@ -201,6 +201,47 @@ struct DenseLayer : Layer {
   bool output;
 };
 
+// A CycleGAN layer (PyTorch-GAN's ResNet generators and PatchGAN
+// discriminators): [nearest upsampling x2], [reflection padding], a k x k
+// convolution, [instance norm], then ReLU (generators), LeakyReLU 0.2
+// (discriminators) or tanh (a generator's output). A residual block is two
+// padded convolutions with norms and a ReLU between, added to its input; the
+// discriminators' output layer pads (1, 0, 1, 0) first.
+struct GanLayer : Layer {
+  explicit GanLayer(const LayerSpec& l) : kind(l.kind) {
+    const bool residual = kind == "gan_residual", reflect = residual || l.kernel == 7;
+    const int pad = reflect ? 0 : l.kernel == 4 ? 1 : l.kernel / 2;
+    const int stride = kind == "gan_up" ? 1 : l.stride;
+    c1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(l.in_channels, l.out_channels, l.kernel)
+                                                        .stride(stride)
+                                                        .padding(pad)));
+    if (residual)
+      c2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(l.out_channels, l.out_channels, l.kernel)));
+    norm = kind == "gan_conv" || kind == "gan_up" || residual || (kind == "gan_disc" && l.in_channels != 3);
+    reflect_pad = reflect ? l.kernel / 2 : 0;
+  }
+  Tensor forward(Tensor x) override {
+    namespace F = torch::nn::functional;
+    auto padded = [&](const Tensor& t) {
+      return reflect_pad ? F::pad(t, F::PadFuncOptions({reflect_pad, reflect_pad, reflect_pad, reflect_pad}).mode(torch::kReflect)) : t;
+    };
+    auto in = [](const Tensor& t) { return F::instance_norm(t, F::InstanceNormFuncOptions()); };
+    if (kind == "gan_residual") return x + in(c2(padded(torch::relu(in(c1(padded(x)))))));
+    if (kind == "gan_up")
+      x = F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 2}).mode(torch::kNearest));
+    if (kind == "gan_disc_out") x = F::pad(x, F::PadFuncOptions({1, 0, 1, 0}));
+    Tensor y = c1(padded(x));
+    if (norm) y = in(y);
+    if (kind == "gan_out") return torch::tanh(y);
+    if (kind == "gan_disc") return torch::leaky_relu(y, 0.2);
+    return kind == "gan_disc_out" ? y : torch::relu(y);
+  }
+  std::string kind;
+  bool norm = false;
+  int64_t reflect_pad = 0;
+  torch::nn::Conv2d c1{nullptr}, c2{nullptr};
+};
+
 // One top-level child of a TorchScript module.
 struct ScriptedLayer : Layer {
   explicit ScriptedLayer(torch::jit::Module m) : module(std::move(m)) {}
@@ -479,6 +520,9 @@ class TorchBackend : public ComputeBackend {
     } else if (l.kind == "dense" || l.kind == "dense_head") {
       layer = std::make_shared<DenseLayer>(l.in_channels, l.out_channels, l.kind == "dense_head");
       input = floats({mb, l.in_channels});
+    } else if (l.kind.rfind("gan_", 0) == 0) {
+      layer = std::make_shared<GanLayer>(l);
+      input = floats({int64_t{mb} * std::max(1, l.passes), l.in_channels, l.spatial, l.spatial});
     } else if (l.kind == "torchscript") {
       if (index >= script_layers_.size()) throw std::logic_error("torchscript model not expanded");
       layer = script_layers_[index];
@@ -564,6 +608,9 @@ TorchLayer build_torch_layer(const ModelSpec& m, size_t index) {
   } else if (l.kind == "dense" || l.kind == "dense_head") {
     layer = std::make_shared<DenseLayer>(l.in_channels, l.out_channels, l.kind == "dense_head");
     out.input = floats({1, l.in_channels});
+  } else if (m.family == "cyclegan") {
+    throw InputError(m.name + ": CycleGAN's generators and discriminators are not one chain of layers, so it "
+                     "cannot be trained layer by layer here (profile and estimate it instead)");
   } else {
     throw InputError(m.name + ": layer '" + l.name + "' has kind '" + l.kind + "', which cannot be trained here");
   }

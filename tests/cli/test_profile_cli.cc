@@ -63,6 +63,7 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"profile", "comm", "--backend", "mpi"},
            {"validate", "--model", "gpt-tiny", "--iterations", "0"},
            {"validate", "--model", "gpt-9000"},
+           {"validate", "--model", "cyclegan"},  // not one chain of layers
            {"profile", "comm", "--sizes", "1K,banana"},
            {"profile", "comm", "--collectives", "all_reduce,gossip"},
            {"profile", "show", "1"},

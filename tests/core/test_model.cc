@@ -47,6 +47,31 @@ TEST(Model, GavelTableModels) {
   EXPECT_EQ(tr.hidden, 512);
 }
 
+// CycleGAN as Gavel runs it (PyTorch-GAN, 256 x 256, 9 residual blocks):
+// parameters by hand, convolution biases included and instance norm without
+// affine weights: 11,378,179 per generator, 2,764,737 per discriminator.
+TEST(Model, CycleGanAsGavelRunsIt) {
+  const ModelSpec m = model_by_name("cyclegan");
+  EXPECT_EQ(m.family, "cyclegan");
+  ASSERT_EQ(m.layers.size(), 2u * (3 + 9 + 3) + 2u * 5);
+  double g = 0, d = 0;
+  for (const LayerSpec& l : m.layers) {
+    if (l.name.rfind("g_ab.", 0) == 0) g += l.params;
+    if (l.name.rfind("d_a.", 0) == 0) d += l.params;
+    EXPECT_EQ(l.passes, 3) << l.name;  // translate, cycle back, identity; judge 3 images
+  }
+  EXPECT_DOUBLE_EQ(g, 11378179);
+  EXPECT_DOUBLE_EQ(d, 2764737);
+  EXPECT_DOUBLE_EQ(m.total_params(), 2 * (11378179.0 + 2764737));
+  // A residual block: two 3x3 convolutions of 256 channels at 64 x 64, 3 images.
+  const LayerSpec& res = m.layers[3];
+  EXPECT_EQ(res.kind, "gan_residual");
+  EXPECT_DOUBLE_EQ(res.flops_per_sample, 3 * 2 * 2.0 * 256 * 256 * 9 * 64 * 64);
+  // The discriminators end at 16 x 16 patches.
+  EXPECT_EQ(m.layers.back().kind, "gan_disc_out");
+  EXPECT_EQ(m.layers.back().spatial, 16);
+}
+
 TEST(Model, GptParameterCountsMatchTheirNames) {
   // Name -> expected total parameters (embedding + blocks + head, untied head).
   const std::vector<std::pair<std::string, double>> cases = {
@@ -125,6 +150,8 @@ TEST_F(ModelYaml, BadInputNamesFileAndLine) {
       // Sizes past any real model (the profiler used to die allocating; a huge num_layers hung the reader).
       {"family: gpt\nhidden: 2000000\n", ":2: 'hidden' must be at most 65536, got 2000000"},
       {"family: gpt\nnum_layers: 00000000000000000000000000000000000000388369800\n", ":2: 'num_layers' must be at most 1024"},
+      {"family: cyclegan\nname: cyclegan\nimage: 100\nnum_layers: 9\nhidden: 64\n", ":1: cyclegan: image must be a positive multiple of 16"},
+      {"family: cyclegan\nname: cyclegan\nimage: 64\nhidden: 64\n", "num_layers (residual blocks) must be positive"},
   };
   for (const auto& [text, want] : cases) {
     const std::string p = write(text);

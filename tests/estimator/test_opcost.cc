@@ -304,6 +304,26 @@ TEST(OpCost, WinogradSpeedsUpFp32ThreeByThreeConvolutions) {
                    op_time_ms(gpu("k80"), Precision::FP32, plain, false));
 }
 
+// CycleGAN's layers: the convolutions carry each layer's FLOPs (3 images per
+// sample), and Winograd applies to the stride-1 3x3 ones only (residual
+// blocks and the convolutions after upsampling).
+TEST(OpCost, CycleGanLayersCarryTheirFlops) {
+  const ModelSpec m = model_by_name("cyclegan");
+  for (const LayerSpec& l : m.layers) {
+    double flops = 0;
+    int winograd = 0, convs = 0;
+    for (const Op& o : layer_ops(m, l, 2, 1)) {
+      if (o.cls != OpClass::Conv) continue;
+      flops += o.flops;
+      ++convs;
+      winograd += o.winograd;
+    }
+    EXPECT_NEAR(flops, 2 * l.flops_per_sample, 1e-9 * flops) << l.name;
+    const bool wants = l.kind == "gan_residual" || l.kind == "gan_up";
+    EXPECT_EQ(winograd, wants ? convs : 0) << l.name;
+  }
+}
+
 // A Kepler SMX has 192 FP32 lanes, three times a Pascal SM's: a product too
 // small to fill the GPU gets a third of the share per tile, so an LSTM step
 // (20 x 800 x 200) is no faster on the K80 than on the newer P100 and V100.

@@ -66,6 +66,15 @@ TEST(TorchCompute, GavelLstmAndAutoencoderRun) {
     for (const auto& l : r->layers) EXPECT_GT(l.fwd_ms + l.bwd_ms, 0) << l.layer_name;
 }
 
+// CycleGAN's generator and discriminator layers as real LibTorch modules (a
+// 16 x 16 CycleGAN of one residual block): every distinct shape is timed,
+// each on 3 images per sample.
+TEST(TorchCompute, CycleGanLayersRun) {
+  const ProfileRun r = profile(std::string(CELLSCHED_TEST_DATA) + "/cyclegan_tiny.yaml", {1}, {1}, 1);
+  EXPECT_EQ(r.layers.size(), 7u + 5u);  // both generators share 7 shapes, both discriminators 5
+  for (const auto& l : r.layers) EXPECT_GT(l.fwd_ms + l.bwd_ms, 0) << l.layer_name;
+}
+
 TEST(TorchCompute, TorchScriptSequenceIsProfiledLayerByLayer) {
   ComputeOptions o;
   o.micro_batches = {4};

@@ -9,14 +9,15 @@ left out. One batch size per model is the calibration split, the rest validation
 With an argument (gavel.csv or gavel-physical.csv) it prints that file instead.
 The optimizers are those of Gavel's workloads (stanford-futuredata/gavel
 workloads/pytorch: image models SGD with momentum, Transformer and
-Recommendation Adam, LM plain SGD). A3C and CycleGAN are not in the zoo."""
+Recommendation and CycleGAN Adam, LM plain SGD). CycleGAN has one batch size (1), so
+all its rows are validation. A3C (CPU-bound Atari environments) is not in the zoo."""
 import json, os, re, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 zoo = {"ResNet-18": "resnet-18", "ResNet-50": "resnet-50", "Transformer": "transformer", "LM": "lm",
-       "Recommendation": "recommendation"}
+       "Recommendation": "recommendation", "CycleGAN": "cyclegan"}
 optimizer = {"resnet-18": "sgd-momentum", "resnet-50": "sgd-momentum", "transformer": "adam", "lm": "sgd",
-             "recommendation": "adam"}
+             "recommendation": "adam", "cyclegan": "adam"}
 calibration = {("ResNet-18", 64), ("ResNet-50", 64), ("Transformer", 64), ("LM", 20), ("Recommendation", 2048)}
 
 
@@ -27,10 +28,11 @@ def write(source, name, title):
     rows = []
     for gpu in ("k80", "p100", "v100"):
         for key, value in table[gpu].items():
-            m = re.match(r"\('(.+) \(batch size (\d+)\)', 1\)$", key)
+            # "('ResNet-18 (batch size 16)', 1)"; CycleGAN's key has no batch size (it is 1).
+            m = re.match(r"\('(.+?)(?: \(batch size (\d+)\))?', 1\)$", key)
             if not m or m.group(1) not in zoo:
                 continue
-            job, batch = m.group(1), int(m.group(2))
+            job, batch = m.group(1), int(m.group(2) or 1)
             steps = value["null"]
             if steps <= 0:
                 continue
