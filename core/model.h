@@ -33,6 +33,22 @@ struct LayerSpec {
   int passes = 1;
 };
 
+// How a CycleGAN layer (kind "gan_*") runs, derived from its kind and sizes:
+// the builder sizes it, the estimator prices it and the profiler builds it
+// from these parts.
+enum class GanActivation { None, Relu, LeakyRelu, Tanh };
+struct GanParts {
+  int convs = 1;            // 2 for a residual block
+  int conv_stride = 1;
+  int out_spatial = 0;      // output height = width
+  bool upsample = false;    // nearest x2 before the convolution
+  int reflect_pad = 0;      // reflection padding on each side (7x7 convolutions, residual blocks)
+  bool norm = false;        // instance norm after each convolution
+  // After the (first) convolution; a residual block's second one is added to its input instead.
+  GanActivation activation = GanActivation::None;
+};
+GanParts gan_parts(const LayerSpec& l);
+
 // How attention is computed: Unfused materializes the score matrices (softmax,
 // masking and dropout as separate kernels, the scores saved for backward);
 // Fused is a FlashAttention-style kernel (no score matrix in memory, the

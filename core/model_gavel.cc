@@ -4,6 +4,8 @@
 // analytic sizes. Gavel's Transformer is a GPT-family description (core/model.cc).
 #include "core/model_build.h"
 
+#include <algorithm>
+
 namespace cellsched::detail {
 
 ModelSpec lstm(std::string name, int hidden, int layers, int seq, int vocab) {
@@ -89,6 +91,31 @@ void add_autoencoder_layers(ModelSpec& m) {
   m.layers.push_back(dense("head", "dense_head", m.hidden, m.vocab, h + items, bpv));
 }
 
+}  // namespace cellsched::detail
+
+namespace cellsched {
+
+GanParts gan_parts(const LayerSpec& l) {
+  GanParts g;
+  const bool residual = l.kind == "gan_residual";
+  g.convs = residual ? 2 : 1;
+  g.upsample = l.kind == "gan_up";
+  g.conv_stride = g.upsample ? 1 : std::max(1, l.stride);
+  g.out_spatial = g.upsample ? 2 * l.spatial : l.spatial / g.conv_stride;
+  g.reflect_pad = residual || l.kernel == 7 ? l.kernel / 2 : 0;
+  // The discriminators' first block (on the RGB image) has no norm.
+  g.norm = l.kind == "gan_conv" || g.upsample || residual || (l.kind == "gan_disc" && l.in_channels != 3);
+  g.activation = l.kind == "gan_out"        ? GanActivation::Tanh
+                 : l.kind == "gan_disc"     ? GanActivation::LeakyRelu
+                 : l.kind == "gan_disc_out" ? GanActivation::None
+                                            : GanActivation::Relu;
+  return g;
+}
+
+}  // namespace cellsched
+
+namespace cellsched::detail {
+
 ModelSpec cyclegan(std::string name, int image, int blocks, int channels) {
   ModelSpec m;
   m.name = std::move(name);
@@ -102,10 +129,10 @@ ModelSpec cyclegan(std::string name, int image, int blocks, int channels) {
 namespace {
 
 // A convolution layer of a generator or discriminator: `in` channels at
-// `si` x `si` to `out` at `so` x `so`, a k x k kernel (with its bias),
-// `passes` images per sample; `saved` values per image kept for backward.
+// `si` x `si` to `out` (at the size gan_parts derives), a k x k kernel (with
+// its bias), `passes` images per sample; `saved` values per image kept for backward.
 LayerSpec gan_layer(const std::string& name, const char* kind, int in, int out, int k, int stride, int si,
-                    int so, int passes, double saved, double bpv) {
+                    int passes, double saved, double bpv) {
   LayerSpec l;
   l.name = name;
   l.kind = kind;
@@ -115,10 +142,11 @@ LayerSpec gan_layer(const std::string& name, const char* kind, int in, int out, 
   l.stride = stride;
   l.spatial = si;
   l.passes = passes;
-  const double convs = l.kind == "gan_residual" ? 2 : 1;
+  const GanParts g = gan_parts(l);
+  const double convs = g.convs, so = g.out_spatial;
   l.params = convs * (double(in) * out * k * k + out);
-  l.flops_per_sample = passes * convs * 2.0 * in * out * k * k * double(so) * so;
-  l.activation_bytes_per_sample = passes * double(out) * so * so * bpv;
+  l.flops_per_sample = passes * convs * 2.0 * in * out * k * k * so * so;
+  l.activation_bytes_per_sample = passes * out * so * so * bpv;
   l.saved_bytes_per_sample = passes * saved * bpv;
   l.shape_key = std::string(kind) + ":i" + std::to_string(in) + ":o" + std::to_string(out) + ":k" +
                 std::to_string(k) + ":s" + std::to_string(stride) + ":x" + std::to_string(si) + ":p" +
@@ -134,24 +162,24 @@ void add_cyclegan_layers(ModelSpec& m) {
   for (const char* g : {"g_ab.", "g_ba."}) {
     const std::string n = g;
     // Saved per image: each conv's input, its output and the norm's (the ReLU's) output.
-    m.layers.push_back(gan_layer(n + "stem", "gan_conv", 3, c, 7, 1, S, S, p, 3 * sq + 2 * c * sq, bpv));
-    m.layers.push_back(gan_layer(n + "down1", "gan_conv", c, 2 * c, 3, 2, S, S / 2, p, c * sq + 2 * 2 * c * sq / 4, bpv));
+    m.layers.push_back(gan_layer(n + "stem", "gan_conv", 3, c, 7, 1, S, p, 3 * sq + 2 * c * sq, bpv));
+    m.layers.push_back(gan_layer(n + "down1", "gan_conv", c, 2 * c, 3, 2, S, p, c * sq + 2 * 2 * c * sq / 4, bpv));
     m.layers.push_back(
-        gan_layer(n + "down2", "gan_conv", 2 * c, 4 * c, 3, 2, S / 2, S / 4, p, 2 * c * sq / 4 + 2 * 4 * c * sq / 16, bpv));
+        gan_layer(n + "down2", "gan_conv", 2 * c, 4 * c, 3, 2, S / 2, p, 2 * c * sq / 4 + 2 * 4 * c * sq / 16, bpv));
     for (int b = 0; b < m.num_layers; ++b)  // two padded convs and norms, a ReLU between
-      m.layers.push_back(gan_layer(n + "res." + std::to_string(b), "gan_residual", 4 * c, 4 * c, 3, 1, S / 4, S / 4, p,
+      m.layers.push_back(gan_layer(n + "res." + std::to_string(b), "gan_residual", 4 * c, 4 * c, 3, 1, S / 4, p,
                                    5 * 4 * c * sq / 16, bpv));
-    m.layers.push_back(gan_layer(n + "up1", "gan_up", 4 * c, 2 * c, 3, 1, S / 4, S / 2, p, 3 * 2 * c * sq / 4, bpv));
-    m.layers.push_back(gan_layer(n + "up2", "gan_up", 2 * c, c, 3, 1, S / 2, S, p, 3 * c * sq, bpv));
-    m.layers.push_back(gan_layer(n + "out", "gan_out", c, 3, 7, 1, S, S, p, c * sq + 2 * 3 * sq, bpv));
+    m.layers.push_back(gan_layer(n + "up1", "gan_up", 4 * c, 2 * c, 3, 1, S / 4, p, 3 * 2 * c * sq / 4, bpv));
+    m.layers.push_back(gan_layer(n + "up2", "gan_up", 2 * c, c, 3, 1, S / 2, p, 3 * c * sq, bpv));
+    m.layers.push_back(gan_layer(n + "out", "gan_out", c, 3, 7, 1, S, p, c * sq + 2 * 3 * sq, bpv));
   }
   for (const char* d : {"d_a.", "d_b."}) {
     const std::string n = d;
     int in = 3, out = c, s = S;
     for (int b = 1; b <= 4; ++b, in = out, out *= 2, s /= 2)
-      m.layers.push_back(gan_layer(n + "block" + std::to_string(b), "gan_disc", in, out, 4, 2, s, s / 2, p,
+      m.layers.push_back(gan_layer(n + "block" + std::to_string(b), "gan_disc", in, out, 4, 2, s, p,
                                    double(in) * s * s + 2.0 * out * s * s / 4, bpv));
-    m.layers.push_back(gan_layer(n + "out", "gan_disc_out", in, 1, 4, 1, s, s, p, double(in) * s * s + s * s, bpv));
+    m.layers.push_back(gan_layer(n + "out", "gan_disc_out", in, 1, 4, 1, s, p, double(in) * s * s + s * s, bpv));
   }
 }
 

@@ -124,33 +124,33 @@ void residual_ops(std::vector<Op>& ops, const LayerSpec& l, double mb, double bp
   ops.push_back(stream(OpClass::Elementwise, 5 * mb * out * po * bpv, 2));     // add + ReLU
 }
 
-// A CycleGAN layer over `images` images: its convolution(s) as implicit
-// GEMMs and the passes over the activations: nearest upsampling (read, write
-// 4x), reflection padding (a copy), instance norm (statistics, then normalize:
-// 3 passes), the activation (2), the residual add (3).
+// A CycleGAN layer over `images` images (its parts: gan_parts): its
+// convolution(s) as implicit GEMMs and the passes over the activations:
+// nearest upsampling (read, write 4x), reflection padding (a copy), instance
+// norm (statistics, then normalize: 3 passes), the activation (2), the
+// residual add (3).
 void gan_ops(std::vector<Op>& ops, const LayerSpec& l, double images, double bpv) {
+  const GanParts g = gan_parts(l);
   const double in = l.in_channels, out = l.out_channels, k = l.kernel, si = l.spatial;
-  const bool up = l.kind == "gan_up", residual = l.kind == "gan_residual";
-  const double so = up ? 2 * si : si / std::max(1, l.stride), pixels = so * so;
-  if (up) ops.push_back(stream(OpClass::Elementwise, images * in * (si * si + pixels) * bpv, 1));
-  const bool pad = residual || k == 7;
-  const bool norm = l.kind == "gan_conv" || up || residual || (l.kind == "gan_disc" && in != 3);
-  const bool act = l.kind != "gan_disc_out";
-  for (int c = 0; c < (residual ? 2 : 1); ++c) {
-    if (pad) ops.push_back(stream(OpClass::Elementwise, 2 * images * in * pixels * bpv, 1));
+  const double pixels = double(g.out_spatial) * g.out_spatial;
+  if (g.upsample) ops.push_back(stream(OpClass::Elementwise, images * in * (si * si + pixels) * bpv, 1));
+  for (int c = 0; c < g.convs; ++c) {
+    if (g.reflect_pad) ops.push_back(stream(OpClass::Elementwise, 2 * images * in * pixels * bpv, 1));
     ops.push_back(product(OpClass::Conv, images * pixels, out, in * k * k, 1, bpv));
-    ops.back().winograd = k == 3 && (l.stride == 1 || up);
-    const bool a = act && !(residual && c == 1);  // the second conv of a block is added, not activated
-    const double passes = (norm ? 3 : 0) + (a ? 2 : 0);
-    if (passes > 0) ops.push_back(stream(OpClass::Elementwise, passes * images * out * pixels * bpv, (norm ? 2 : 0) + (a ? 1 : 0)));
+    ops.back().winograd = k == 3 && g.conv_stride == 1;
+    const bool act = g.activation != GanActivation::None && c == 0;
+    const double passes = (g.norm ? 3 : 0) + (act ? 2 : 0);
+    if (passes > 0)
+      ops.push_back(stream(OpClass::Elementwise, passes * images * out * pixels * bpv, (g.norm ? 2 : 0) + (act ? 1 : 0)));
   }
-  if (residual) ops.push_back(stream(OpClass::Elementwise, 3 * images * out * pixels * bpv, 1));
+  if (g.convs == 2) ops.push_back(stream(OpClass::Elementwise, 3 * images * out * pixels * bpv, 1));  // + input
   if (l.kind == "gan_disc_out") ops.push_back(stream(OpClass::Loss, 3 * images * pixels * bpv, 2));  // MSE
 }
 
 }  // namespace
 
-std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int tp_in) {
+std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double samples, int tp_in) {
+  const double mb = samples * std::max(1, l.passes);  // images (sequences) through the layer
   const double tp = l.tensor_parallel ? std::max(1, tp_in) : 1;
   const double bpv = m.bytes_per_value;
   std::vector<Op> ops;
@@ -179,7 +179,7 @@ std::vector<Op> layer_ops(const ModelSpec& m, const LayerSpec& l, double mb, int
   } else if (l.kind == "residual_block" && l.out_channels > 0) {
     residual_ops(ops, l, mb, bpv);
   } else if (l.kind.rfind("gan_", 0) == 0 && l.kernel > 0 && l.out_channels > 0) {
-    gan_ops(ops, l, mb * std::max(1, l.passes), bpv);
+    gan_ops(ops, l, mb, bpv);
   } else if (l.kind == "head" && l.in_channels > 0) {  // image classifier: pool, linear, loss
     const double c = l.in_channels, sp = l.spatial, n = l.out_channels;
     ops.push_back(stream(OpClass::Elementwise, mb * c * (sp * sp + 1) * bpv, 1));
@@ -282,22 +282,23 @@ bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
 
 namespace {
 
-// The best share of the precision's peak a large GEMM reaches on `g`.
-double top_gemm_efficiency(const GpuSpec& g, Precision p) {
-  const Efficiency& e = efficiency_of(g);
-  const bool tensor = p != Precision::FP32 && g.tensor_cores();
+bool on_tensor_cores(const GpuSpec& g, Precision p) { return p != Precision::FP32 && g.tensor_cores(); }
+
+// The best share of the precision's peak a large GEMM reaches on `g` (whose
+// constants are `e`).
+double top_gemm_efficiency(const GpuSpec& g, const Efficiency& e, Precision p) {
   // TF32 kernels reach a smaller share of their peak than fp16/bf16 ones.
-  return tensor ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
+  return on_tensor_cores(g, p) ? e.gemm_tensor * (p == Precision::TF32 ? kTf32Share : 1.0) : e.gemm_fp32;
 }
 
 }  // namespace
 
 double gemm_efficiency(const GpuSpec& g, Precision p, double m, double n, double k, double batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
-  const double top = top_gemm_efficiency(g, p);
+  const Efficiency& e = efficiency_of(g);
+  const double top = top_gemm_efficiency(g, e, p);
   // CUDA-core GEMMs fill an SM by its FP32 lanes (Efficiency::sm_width).
-  const bool tensor = p != Precision::FP32 && g.tensor_cores();
-  const double sms = std::max(1, g.sm_count) * (tensor ? 1.0 : efficiency_of(g).sm_width);
+  const double sms = std::max(1, g.sm_count) * (on_tensor_cores(g, p) ? 1.0 : e.sm_width);
   double best = 0;
   for (const Tile& t : kTiles) {
     const double tm = std::ceil(m / t.m), tn = std::ceil(n / t.n);
@@ -324,7 +325,7 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
   const double f = !backward ? 1.0 : op.fused ? kFusedAttentionBackward : product ? kBackwardFactor : kBackwardMemoryFactor;
   double compute_s = 0;
   if (op.fused) {
-    compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * top_gemm_efficiency(g, p) * kFusedAttentionShare);
+    compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * top_gemm_efficiency(g, e, p) * kFusedAttentionShare);
   } else if (product) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;

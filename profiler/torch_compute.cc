@@ -259,6 +259,7 @@ class TorchBackend : public ComputeBackend {
   void build(const ModelSpec& m, size_t index, int tp, int mb, std::shared_ptr<Layer>& layer,
              std::function<Tensor()>& input) {
     const LayerSpec& l = m.layers[index];
+    mb *= std::max(1, l.passes);  // images (sequences) through the layer per micro-batch
     const auto fopt = torch::TensorOptions().device(device_);
     auto floats = [fopt](std::vector<int64_t> shape) {
       return [fopt, shape] { return torch::randn(shape, fopt).requires_grad_(true); };
@@ -294,7 +295,7 @@ class TorchBackend : public ComputeBackend {
       input = floats({mb, l.in_channels});
     } else if (l.kind.rfind("gan_", 0) == 0) {
       layer = std::make_shared<GanLayer>(l);
-      input = floats({int64_t{mb} * std::max(1, l.passes), l.in_channels, l.spatial, l.spatial});
+      input = floats({mb, l.in_channels, l.spatial, l.spatial});
     } else if (l.kind == "torchscript") {
       if (index >= script_layers_.size()) throw std::logic_error("torchscript model not expanded");
       layer = script_layers_[index];
@@ -380,9 +381,6 @@ TorchLayer build_torch_layer(const ModelSpec& m, size_t index) {
   } else if (l.kind == "dense" || l.kind == "dense_head") {
     layer = std::make_shared<DenseLayer>(l.in_channels, l.out_channels, l.kind == "dense_head");
     out.input = floats({1, l.in_channels});
-  } else if (m.family == "cyclegan") {
-    throw InputError(m.name + ": CycleGAN's generators and discriminators are not one chain of layers, so it "
-                     "cannot be trained layer by layer here (profile and estimate it instead)");
   } else {
     throw InputError(m.name + ": layer '" + l.name + "' has kind '" + l.kind + "', which cannot be trained here");
   }

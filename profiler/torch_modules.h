@@ -191,43 +191,40 @@ struct DenseLayer : Layer {
 };
 
 // A CycleGAN layer (PyTorch-GAN's ResNet generators and PatchGAN
-// discriminators): [nearest upsampling x2], [reflection padding], a k x k
-// convolution, [instance norm], then ReLU (generators), LeakyReLU 0.2
-// (discriminators) or tanh (a generator's output). A residual block is two
-// padded convolutions with norms and a ReLU between, added to its input; the
-// discriminators' output layer pads (1, 0, 1, 0) first.
+// discriminators), built from its parts (gan_parts): [nearest upsampling x2],
+// [reflection padding], a k x k convolution, [instance norm], the activation.
+// A residual block is two padded convolutions with norms and a ReLU between,
+// added to its input; the discriminators' output layer pads (1, 0, 1, 0) first.
 struct GanLayer : Layer {
-  explicit GanLayer(const LayerSpec& l) : kind(l.kind) {
-    const bool residual = kind == "gan_residual", reflect = residual || l.kernel == 7;
-    const int pad = reflect ? 0 : l.kernel == 4 ? 1 : l.kernel / 2;
-    const int stride = kind == "gan_up" ? 1 : l.stride;
+  explicit GanLayer(const LayerSpec& l) : parts(gan_parts(l)), disc_out(l.kind == "gan_disc_out") {
+    const int pad = parts.reflect_pad ? 0 : l.kernel == 4 ? 1 : l.kernel / 2;
     c1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(l.in_channels, l.out_channels, l.kernel)
-                                                        .stride(stride)
+                                                        .stride(parts.conv_stride)
                                                         .padding(pad)));
-    if (residual)
+    if (parts.convs == 2)
       c2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(l.out_channels, l.out_channels, l.kernel)));
-    norm = kind == "gan_conv" || kind == "gan_up" || residual || (kind == "gan_disc" && l.in_channels != 3);
-    reflect_pad = reflect ? l.kernel / 2 : 0;
   }
   Tensor forward(Tensor x) override {
     namespace F = torch::nn::functional;
-    auto padded = [&](const Tensor& t) {
-      return reflect_pad ? F::pad(t, F::PadFuncOptions({reflect_pad, reflect_pad, reflect_pad, reflect_pad}).mode(torch::kReflect)) : t;
+    const int64_t r = parts.reflect_pad;
+    auto padded = [r](const Tensor& t) {
+      return r ? F::pad(t, F::PadFuncOptions({r, r, r, r}).mode(torch::kReflect)) : t;
     };
-    auto in = [](const Tensor& t) { return F::instance_norm(t, F::InstanceNormFuncOptions()); };
-    if (kind == "gan_residual") return x + in(c2(padded(torch::relu(in(c1(padded(x)))))));
-    if (kind == "gan_up")
+    auto norm = [this](const Tensor& t) { return parts.norm ? F::instance_norm(t, F::InstanceNormFuncOptions()) : t; };
+    if (parts.upsample)
       x = F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 2}).mode(torch::kNearest));
-    if (kind == "gan_disc_out") x = F::pad(x, F::PadFuncOptions({1, 0, 1, 0}));
-    Tensor y = c1(padded(x));
-    if (norm) y = in(y);
-    if (kind == "gan_out") return torch::tanh(y);
-    if (kind == "gan_disc") return torch::leaky_relu(y, 0.2);
-    return kind == "gan_disc_out" ? y : torch::relu(y);
+    if (disc_out) x = F::pad(x, F::PadFuncOptions({1, 0, 1, 0}));
+    Tensor y = norm(c1(padded(x)));
+    switch (parts.activation) {
+      case GanActivation::Relu: y = torch::relu(y); break;
+      case GanActivation::LeakyRelu: y = torch::leaky_relu(y, 0.2); break;
+      case GanActivation::Tanh: y = torch::tanh(y); break;
+      case GanActivation::None: break;
+    }
+    return c2 ? x + norm(c2(padded(y))) : y;
   }
-  std::string kind;
-  bool norm = false;
-  int64_t reflect_pad = 0;
+  GanParts parts;
+  bool disc_out;
   torch::nn::Conv2d c1{nullptr}, c2{nullptr};
 };
 
