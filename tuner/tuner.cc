@@ -104,139 +104,197 @@ void add_pareto(std::vector<TunedPlan>& set, TunedPlan p, int cap) {
   if (static_cast<int>(set.size()) > cap) set.resize(static_cast<size_t>(cap));
 }
 
+// Per shape and layer, what a stage holding the layer pays and keeps: time
+// (forward, backward, TP communication, recomputation), backward time,
+// parameters, saved bytes and input bytes; and the fastest time of layers
+// [l, L) over the shapes (the lower bound's remainder).
+struct LayerTable {
+  std::vector<std::vector<double>> time, bwd, params, saved, input;  // [shape][layer]
+  std::vector<double> suffix_min;
+};
+
+LayerTable layer_table(const CostModel& cm, const std::vector<Shape>& shapes, int mbs, bool rc) {
+  const size_t K = shapes.size(), L = static_cast<size_t>(cm.num_layers());
+  const std::vector<std::vector<double>> empty(K, std::vector<double>(L));
+  LayerTable t{empty, empty, empty, empty, empty, std::vector<double>(L + 1, 0)};
+  for (size_t k = 0; k < K; ++k) {
+    const double m = static_cast<double>(mbs) / shapes[k].dp;
+    for (size_t l = 0; l < L; ++l) {
+      const int li = static_cast<int>(l);
+      const auto lt = cm.layer_time(li, shapes[k].tp, m);
+      const double tpc = cm.tp_comm_ms(li, shapes[k].tp, m, false);
+      t.time[k][l] = lt.fwd_ms + lt.bwd_ms + tpc + (rc ? estimator::recompute_ms(lt.fwd_ms, tpc) : 0);
+      t.bwd[k][l] = lt.bwd_ms;
+      t.params[k][l] = cm.layer_params(li, shapes[k].tp);
+      t.saved[k][l] = cm.layer_saved_bytes(li, shapes[k].tp);
+      t.input[k][l] = cm.layer_input_bytes(li);
+    }
+  }
+  for (size_t l = L; l-- > 0;) {
+    double mn = kInf;
+    for (size_t k = 0; k < K; ++k) mn = std::min(mn, t.time[k][l]);
+    t.suffix_min[l] = t.suffix_min[l + 1] + mn;
+  }
+  return t;
+}
+
+// The label-setting search over one (micro-batch count, recomputation) kind:
+// labels[j][a] holds the Pareto labels of the first j stages holding layers
+// [0, a). `incumbent` (the best complete plan's bound so far) is shared by
+// every kind of the cell, so later kinds prune against earlier ones.
+class StageSearch {
+ public:
+  StageSearch(const CostModel& cm, const Cell& cell, const TuneOptions& o, int B, bool rc,
+              std::vector<Shape> shapes, double& incumbent, long& labels_created)
+      : cm_(cm), cell_(cell), B_(B), rc_(rc), L_(cm.num_layers()), S_(cell.stages),
+        g_(cell.gpus() / cell.stages), mbs_(o.global_batch / B), cap_(static_cast<size_t>(std::max(1, o.labels_per_state))),
+        shapes_(std::move(shapes)), table_(layer_table(cm, shapes_, mbs_, rc)), incumbent_(incumbent),
+        created_(labels_created),
+        labels_(static_cast<size_t>(S_) + 1, std::vector<std::vector<Label>>(static_cast<size_t>(L_) + 1)) {
+    labels_[0][0].push_back(Label{});
+  }
+
+  void run() {
+    for (int j = 0; j < S_; ++j)
+      for (int a = j; a < L_ - (S_ - j - 1); ++a) {
+        const auto& here = at(j, a);
+        for (int idx = 0; idx < static_cast<int>(here.size()); ++idx) extend(j, a, idx);
+      }
+  }
+
+  // Every complete plan into the cell's Pareto set, priced by estimate().
+  void collect(TuneResult& res, int pareto_size) const {
+    const auto& done = at(S_, L_);
+    for (int idx = 0; idx < static_cast<int>(done.size()); ++idx) {
+      const Plan plan = plan_of(idx);
+      TunedPlan tp{plan, estimator::estimate(cm_, cell_, plan)};
+      if (tp.estimate.feasible) add_pareto(res.pareto, std::move(tp), std::max(1, pareto_size));
+    }
+  }
+
+ private:
+  std::vector<Label>& at(int j, int a) { return labels_[static_cast<size_t>(j)][static_cast<size_t>(a)]; }
+  const std::vector<Label>& at(int j, int a) const {
+    return labels_[static_cast<size_t>(j)][static_cast<size_t>(a)];
+  }
+  int host_of(int gpu) const { return gpu / cell_.gpus_per_host; }
+
+  double lower_bound(const Label& x, int j, int a) const {
+    const double rem = table_.suffix_min[static_cast<size_t>(a)];
+    const int left = S_ - j;
+    const double ms = left > 0 ? std::max(x.max_s, rem / left) : x.max_s;
+    return (B_ - 1) * (ms + x.max_c) + x.sum + rem + x.max_sync;
+  }
+
+  // Stage j, starting at layer a after label idx, as every shape and every end layer.
+  void extend(int j, int a, int idx) {
+    const Label x = at(j, a)[static_cast<size_t>(idx)];
+    if (lower_bound(x, j, a) >= incumbent_) return;
+    const bool stage_net = host_of(j * g_) != host_of(j * g_ + g_ - 1);
+    const bool send_net = j + 1 < S_ && host_of((j + 1) * g_ - 1) != host_of((j + 1) * g_);
+    const int in_flight = std::min(B_, S_ - j);
+    const int b_max = L_ - (S_ - j - 1);
+    const double bpv = cm_.model().bytes_per_value, opt_bytes = cm_.optimizer_state_bytes_per_param();
+    const double capacity = cm_.memory_capacity_bytes();
+    for (size_t k = 0; k < shapes_.size(); ++k) {
+      const double m = static_cast<double>(mbs_) / shapes_[k].dp;
+      double s = 0, p = 0, sv = 0, act = 0, bwd = 0, in = 0, max_sv = 0;
+      for (int b = a + 1; b <= b_max; ++b) {
+        const size_t l = static_cast<size_t>(b - 1);
+        s += table_.time[k][l];
+        bwd += table_.bwd[k][l];
+        p += table_.params[k][l];
+        sv += table_.saved[k][l];
+        in += table_.input[k][l];
+        max_sv = std::max(max_sv, table_.saved[k][l]);
+        act = std::max(act, cm_.model().layers[l].activation_bytes_per_sample * m);
+        const double mem =
+            p * (2 * bpv + opt_bytes) + estimator::held_activation_bytes(rc_, sv, in, max_sv, m, in_flight, act);
+        if (mem > capacity) break;  // longer stages only need more
+        if (j == S_ - 1 && b != L_) continue;
+        // Gradient accumulation at stage level, as estimate() prices it.
+        const double s_acc = s + cm_.accumulate_ms(p, shapes_[k].dp, B_, cell_.gpus_per_host);
+        Label y;
+        y.max_s = std::max(x.max_s, s_acc);
+        const double c =
+            j + 1 < S_
+                ? 2 * cm_.collective_ms("send_recv", 2, send_net, cm_.model().layers[l].activation_bytes_per_sample * m)
+                : 0;
+        y.max_c = std::max(x.max_c, c);
+        y.sum = x.sum + s_acc + c;
+        y.max_sync = std::max(x.max_sync, cm_.grad_sync_ms(shapes_[k].dp, stage_net, p * bpv, bwd) +
+                                              cm_.step_ms(p, shapes_[k].dp,
+                                                          std::min(cell_.gpus_per_host, shapes_[k].dp * shapes_[k].tp)));
+        y.mem = std::max(x.mem, mem);
+        y.prev_a = a;
+        y.prev_idx = idx;
+        y.shape = static_cast<int>(k);
+        offer(y, j + 1, b);
+      }
+    }
+  }
+
+  // A new label of the first j stages holding [0, b): kept unless pruned or dominated.
+  void offer(const Label& y, int j, int b) {
+    if (lower_bound(y, j, b) >= incumbent_) return;
+    ++created_;
+    auto& there = at(j, b);
+    if (std::any_of(there.begin(), there.end(), [&](const Label& z) { return dominates(z, y); })) return;
+    std::erase_if(there, [&](const Label& z) { return dominates(y, z); });
+    there.push_back(y);
+    if (there.size() > 2 * cap_) {
+      // Keep the labels with the best partial objective.
+      std::sort(there.begin(), there.end(),
+                [&](const Label& u, const Label& v) { return lower_bound(u, j, b) < lower_bound(v, j, b); });
+      there.resize(cap_);
+    }
+    if (j == S_) incumbent_ = std::min(incumbent_, lower_bound(y, S_, L_));
+  }
+
+  // The plan of complete label idx, read back stage by stage.
+  Plan plan_of(int idx) const {
+    Plan plan;
+    plan.micro_batches = B_;
+    plan.micro_batch_size = mbs_;
+    plan.recompute = rc_;
+    plan.stages.resize(static_cast<size_t>(S_));
+    int a = L_, i = idx;
+    for (int j = S_; j > 0; --j) {
+      const Label& y = at(j, a)[static_cast<size_t>(i)];
+      const Shape sh = shapes_[static_cast<size_t>(y.shape)];
+      plan.stages[static_cast<size_t>(j) - 1] = StagePlan{y.prev_a, a - y.prev_a, sh.dp, sh.tp};
+      i = y.prev_idx;
+      a = y.prev_a;
+    }
+    return plan;
+  }
+
+  const CostModel& cm_;
+  const Cell& cell_;
+  const int B_;
+  const bool rc_;
+  const int L_, S_, g_, mbs_;
+  const size_t cap_;
+  const std::vector<Shape> shapes_;
+  const LayerTable table_;
+  double& incumbent_;
+  long& created_;
+  std::vector<std::vector<std::vector<Label>>> labels_;
+};
+
 }  // namespace
 
 TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o) {
   check_cell(cm, cell);
   TuneResult res;
   res.cell = cell;
-  const int L = cm.num_layers(), S = cell.stages, g = cell.gpus() / S;
-  const double bpv = cm.model().bytes_per_value;
-  const double opt_bytes = cm.optimizer_state_bytes_per_param();
-  const double cap = cm.memory_capacity_bytes();
-  const auto host_of = [&](int gpu) { return gpu / cell.gpus_per_host; };
-  const size_t label_cap = static_cast<size_t>(std::max(1, o.labels_per_state));
   double incumbent = kInf;
-
   for (const auto& [B, rc] : plan_kinds(o)) {
-    const int mbs = o.global_batch / B;
-    const std::vector<Shape> shapes = shapes_for(cm, cell, g, mbs, o);
+    std::vector<Shape> shapes = shapes_for(cm, cell, cell.gpus() / cell.stages, o.global_batch / B, o);
     if (shapes.empty()) continue;
-    const size_t K = shapes.size();
-    // Per shape and layer: stage time (fwd + bwd + TP comm), params, saved bytes, activation.
-    std::vector<std::vector<double>> st(K, std::vector<double>(static_cast<size_t>(L)));
-    std::vector<std::vector<double>> bw(K, std::vector<double>(static_cast<size_t>(L)));
-    std::vector<std::vector<double>> par(K, std::vector<double>(static_cast<size_t>(L)));
-    std::vector<std::vector<double>> sav(K, std::vector<double>(static_cast<size_t>(L)));
-    std::vector<std::vector<double>> inp(K, std::vector<double>(static_cast<size_t>(L)));
-    std::vector<double> suffix_min(static_cast<size_t>(L) + 1, 0);
-    for (size_t k = 0; k < K; ++k) {
-      const double m = static_cast<double>(mbs) / shapes[k].dp;
-      for (int l = 0; l < L; ++l) {
-        const auto t = cm.layer_time(l, shapes[k].tp, m);
-        const double tpc = cm.tp_comm_ms(l, shapes[k].tp, m, false);
-        st[k][static_cast<size_t>(l)] = t.fwd_ms + t.bwd_ms + tpc + (rc ? estimator::recompute_ms(t.fwd_ms, tpc) : 0);
-        bw[k][static_cast<size_t>(l)] = t.bwd_ms;
-        par[k][static_cast<size_t>(l)] = cm.layer_params(l, shapes[k].tp);
-        sav[k][static_cast<size_t>(l)] = cm.layer_saved_bytes(l, shapes[k].tp);
-        inp[k][static_cast<size_t>(l)] = cm.layer_input_bytes(l);
-      }
-    }
-    for (int l = L - 1; l >= 0; --l) {
-      double mn = kInf;
-      for (size_t k = 0; k < K; ++k) mn = std::min(mn, st[k][static_cast<size_t>(l)]);
-      suffix_min[static_cast<size_t>(l)] = suffix_min[static_cast<size_t>(l) + 1] + mn;
-    }
-    const auto lower_bound = [&](const Label& x, int j, int a) {
-      const double rem = suffix_min[static_cast<size_t>(a)];
-      const int left = S - j;
-      const double ms = left > 0 ? std::max(x.max_s, rem / left) : x.max_s;
-      return (B - 1) * (ms + x.max_c) + x.sum + rem + x.max_sync;
-    };
-    // labels[j][a]: the first j stages hold layers [0, a).
-    std::vector<std::vector<std::vector<Label>>> labels(
-        static_cast<size_t>(S) + 1, std::vector<std::vector<Label>>(static_cast<size_t>(L) + 1));
-    labels[0][0].push_back(Label{});
-    for (int j = 0; j < S; ++j) {
-      const bool stage_net = host_of(j * g) != host_of(j * g + g - 1);
-      const bool send_net = j + 1 < S && host_of((j + 1) * g - 1) != host_of((j + 1) * g);
-      const int in_flight = std::min(B, S - j);
-      const int b_max = L - (S - j - 1);
-      for (int a = j; a < b_max; ++a) {
-        auto& here = labels[static_cast<size_t>(j)][static_cast<size_t>(a)];
-        for (int idx = 0; idx < static_cast<int>(here.size()); ++idx) {
-          const Label x = here[static_cast<size_t>(idx)];
-          if (lower_bound(x, j, a) >= incumbent) continue;
-          for (size_t k = 0; k < K; ++k) {
-            const double m = static_cast<double>(mbs) / shapes[k].dp;
-            double s = 0, p = 0, sv = 0, act = 0, bwd = 0, in = 0, max_sv = 0;
-            for (int b = a + 1; b <= b_max; ++b) {
-              const size_t l = static_cast<size_t>(b - 1);
-              s += st[k][l];
-              bwd += bw[k][l];
-              p += par[k][l];
-              sv += sav[k][l];
-              in += inp[k][l];
-              max_sv = std::max(max_sv, sav[k][l]);
-              act = std::max(act, cm.model().layers[l].activation_bytes_per_sample * m);
-              const double mem = p * (2 * bpv + opt_bytes) +
-                                 estimator::held_activation_bytes(rc, sv, in, max_sv, m, in_flight, act);
-              if (mem > cap) break;  // longer stages only need more
-              if (j == S - 1 && b != L) continue;
-              // Gradient accumulation at stage level, as estimate() prices it.
-              const double s_acc = s + cm.accumulate_ms(p, shapes[k].dp, B, cell.gpus_per_host);
-              Label y;
-              y.max_s = std::max(x.max_s, s_acc);
-              const double c = j + 1 < S ? 2 * cm.collective_ms("send_recv", 2, send_net,
-                                                              cm.model().layers[l].activation_bytes_per_sample * m)
-                                         : 0;
-              y.max_c = std::max(x.max_c, c);
-              y.sum = x.sum + s_acc + c;
-              y.max_sync = std::max(x.max_sync, cm.grad_sync_ms(shapes[k].dp, stage_net, p * bpv, bwd) +
-                                                    cm.step_ms(p, shapes[k].dp, std::min(cell.gpus_per_host, shapes[k].dp * shapes[k].tp)));
-              y.mem = std::max(x.mem, mem);
-              y.prev_a = a;
-              y.prev_idx = idx;
-              y.shape = static_cast<int>(k);
-              if (lower_bound(y, j + 1, b) >= incumbent) continue;
-              ++res.labels;
-              auto& there = labels[static_cast<size_t>(j) + 1][static_cast<size_t>(b)];
-              if (std::any_of(there.begin(), there.end(), [&](const Label& z) { return dominates(z, y); }))
-                continue;
-              std::erase_if(there, [&](const Label& z) { return dominates(y, z); });
-              there.push_back(y);
-              if (there.size() > 2 * label_cap) {
-                // Keep the labels with the best partial objective.
-                std::sort(there.begin(), there.end(), [&](const Label& u, const Label& v) {
-                  return lower_bound(u, j + 1, b) < lower_bound(v, j + 1, b);
-                });
-                there.resize(label_cap);
-              }
-              if (j == S - 1) incumbent = std::min(incumbent, lower_bound(y, S, L));
-            }
-          }
-        }
-      }
-    }
-    // Complete plans of this micro-batch count.
-    const auto& done = labels[static_cast<size_t>(S)][static_cast<size_t>(L)];
-    for (int idx = 0; idx < static_cast<int>(done.size()); ++idx) {
-      Plan plan;
-      plan.micro_batches = B;
-      plan.micro_batch_size = mbs;
-      plan.recompute = rc;
-      plan.stages.resize(static_cast<size_t>(S));
-      int a = L, i = idx;
-      for (int j = S; j > 0; --j) {
-        const Label& y = labels[static_cast<size_t>(j)][static_cast<size_t>(a)][static_cast<size_t>(i)];
-        const Shape sh = shapes[static_cast<size_t>(y.shape)];
-        plan.stages[static_cast<size_t>(j) - 1] = StagePlan{y.prev_a, a - y.prev_a, sh.dp, sh.tp};
-        i = y.prev_idx;
-        a = y.prev_a;
-      }
-      TunedPlan tp{plan, estimator::estimate(cm, cell, plan)};
-      if (tp.estimate.feasible) add_pareto(res.pareto, std::move(tp), std::max(1, o.pareto_size));
-    }
+    StageSearch search(cm, cell, o, B, rc, std::move(shapes), incumbent, res.labels);
+    search.run();
+    search.collect(res, o.pareto_size);
   }
   res.feasible = !res.pareto.empty();
   return res;
