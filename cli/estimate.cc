@@ -202,6 +202,109 @@ int cmd_estimate(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+// One stored cell as a table row: its stages' layers and shapes, and its micro-batching.
+std::vector<std::string> cell_row(const db::CellRecord& r) {
+  std::string p = "-", mb = "-";
+  const bool inf = r.basis == "infeasible";
+  if (!inf) {
+    const auto plan = tuner::plan_from_json(r.plan);
+    p.clear();
+    for (const auto& s : plan.stages)
+      p += (p.empty() ? "" : " | ") + std::to_string(s.num_layers) + "L " + std::to_string(s.dp) + "x" +
+           std::to_string(s.tp);
+    mb = std::to_string(plan.micro_batches) + "x" + std::to_string(plan.micro_batch_size) +
+         (plan.recompute ? " recompute" : "");
+  }
+  return {std::to_string(r.hosts * r.gpus_per_host), std::to_string(r.hosts), r.stages ? std::to_string(r.stages) : "auto",
+          r.basis, inf ? "-" : fixed(r.iteration_ms, 3), inf ? "-" : fixed(r.samples_per_s, 2),
+          inf ? "-" : fixed(r.memory_gib, 2), p, mb};
+}
+
+nlohmann::json finite_or_null(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
+
+// `tune --all`: every cell of 1, 2, 4 ... --gpus GPUs at every stage count, stored.
+int tune_every_cell(const Loaded& l, const Common& c, const tuner::TuneOptions& to, db::CellStore* store, bool json) {
+  const estimator::CostModel& cm = *l.cm;
+  const int64_t pid = cm.compute_run_id();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<db::CellRecord> recs;
+  for (int n = 1; n <= c.gpus; n *= 2) {
+    std::vector<tuner::TuneResult> per;
+    const auto base = estimator::make_cell(l.model.name, cm.gpu_type(), n, 1, c.gpus_per_host);
+    const auto best = tuner::tune_auto(cm, base, to, &per);
+    for (const auto& r : per) recs.push_back(cell_record(r, r.cell.stages, c.batch, pid));
+    recs.push_back(cell_record(best, 0, c.batch, pid));
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (store) store->save(recs);
+  if (json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : recs)
+      a.push_back({{"gpus", r.hosts * r.gpus_per_host}, {"hosts", r.hosts}, {"stages", r.stages},
+                   {"basis", r.basis}, {"iteration_ms", finite_or_null(r.iteration_ms)},
+                   {"samples_per_s", finite_or_null(r.samples_per_s)}, {"plan", nlohmann::json::parse(r.plan)}});
+    std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"cells", a},
+                                {"tune_seconds", secs}, {"profile_run_id", pid}}.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "plan (stage: layers dp x tp)", "mb"});
+  for (const auto& r : recs) t.add(cell_row(r));
+  t.print(std::cout);
+  std::cout << recs.size() << " cells tuned in " << fixed(secs * 1000, 1) << " ms"
+            << (store ? "; stored in " + c.db_path : "") << "\n";
+  return 0;
+}
+
+// A cell the store already holds, priced from the same profile: printed, true.
+bool answer_from_store(const db::CellStore& store, const estimator::CostModel& cm, estimator::Cell cell,
+                       int stages, int batch, bool json) {
+  const auto hit = store.find(cell.model, cell.gpu_type, cell.hosts, cell.gpus_per_host, stages, batch);
+  if (!hit || hit->profile_run_id != cm.compute_run_id()) return false;
+  if (hit->basis == "infeasible") throw InputError("cell does not fit in memory (stored estimate " + std::to_string(hit->id) + ")");
+  const auto plan = tuner::plan_from_json(hit->plan);
+  cell.stages = static_cast<int>(plan.stages.size());
+  const auto e = estimator::estimate(cm, cell, plan);
+  if (json) {
+    auto j = estimate_json(cell, plan, e);
+    j["from_store"] = hit->id;
+    j["profile_run_id"] = cm.compute_run_id();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "from the store (cell estimate " << hit->id << ", " << hit->created_at << ")\n";
+    print_estimate(std::cout, cell, plan, e);
+  }
+  return true;
+}
+
+// The best plan of a tuned cell and its Pareto alternatives.
+void print_tuned(const tuner::TuneResult& r, double secs, int64_t pid, bool json, const std::string& stored_in) {
+  if (json) {
+    auto j = estimate_json(r.cell, r.best().plan, r.best().estimate);
+    j["tune_seconds"] = secs;
+    j["profile_run_id"] = pid;
+    nlohmann::json alts = nlohmann::json::array();
+    for (const auto& p : r.pareto)
+      alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(p.plan))},
+                      {"iteration_ms", p.estimate.iteration_ms}, {"memory_gib", p.estimate.memory_bytes / kGiB}});
+    j["pareto"] = alts;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  print_estimate(std::cout, r.cell, r.best().plan, r.best().estimate);
+  if (r.pareto.size() > 1) {
+    std::cout << "pareto (time vs memory):\n";
+    for (const auto& p : r.pareto)
+      std::cout << "  " << fixed(p.estimate.iteration_ms, 3) << " ms, " << fixed(p.estimate.memory_bytes / kGiB, 3)
+                << " GiB: " << tuner::plan_json(p.plan) << "\n";
+  }
+  std::cout << "tuned in " << fixed(secs * 1000, 2) << " ms"
+            << (stored_in.empty() ? "" : "; stored in " + stored_in) << "\n";
+}
+
+}  // namespace
+
 int cmd_tune(const std::vector<std::string>& args) {
   po::options_description opt("tune options");
   Common c;
@@ -231,76 +334,11 @@ int cmd_tune(const std::vector<std::string>& args) {
   const bool use_db = !vm.count("no-db") && c.precision.empty() && to.recompute;
   std::optional<db::CellStore> store;
   if (use_db) store.emplace(db::CellStore::open(c.db_path));
-
-  if (vm.count("all")) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<db::CellRecord> recs;
-    std::vector<tuner::TuneResult> results;
-    for (int n = 1; n <= c.gpus; n *= 2) {
-      std::vector<tuner::TuneResult> per;
-      const auto base = estimator::make_cell(l.model.name, cm.gpu_type(), n, 1, c.gpus_per_host);
-      const auto best = tuner::tune_auto(cm, base, to, &per);
-      for (const auto& r : per) recs.push_back(cell_record(r, r.cell.stages, c.batch, pid));
-      recs.push_back(cell_record(best, 0, c.batch, pid));
-      for (auto& r : per) results.push_back(std::move(r));
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (store) store->save(recs);
-    if (json) {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& r : recs)
-        a.push_back({{"gpus", r.hosts * r.gpus_per_host}, {"hosts", r.hosts}, {"stages", r.stages},
-                     {"basis", r.basis}, {"iteration_ms", std::isnan(r.iteration_ms) ? nlohmann::json() : nlohmann::json(r.iteration_ms)},
-                     {"samples_per_s", std::isnan(r.samples_per_s) ? nlohmann::json() : nlohmann::json(r.samples_per_s)},
-                     {"plan", nlohmann::json::parse(r.plan)}});
-      std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"cells", a},
-                                  {"tune_seconds", secs}, {"profile_run_id", pid}}.dump(2) << "\n";
-      return 0;
-    }
-    Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "plan (stage: layers dp x tp)", "mb"});
-    for (const auto& r : recs) {
-      std::string p = "-", mb = "-";
-      if (r.basis != "infeasible") {
-        const auto plan = tuner::plan_from_json(r.plan);
-        p.clear();
-        for (const auto& s : plan.stages)
-          p += (p.empty() ? "" : " | ") + std::to_string(s.num_layers) + "L " + std::to_string(s.dp) + "x" +
-               std::to_string(s.tp);
-        mb = std::to_string(plan.micro_batches) + "x" + std::to_string(plan.micro_batch_size) +
-             (plan.recompute ? " recompute" : "");
-      }
-      const bool inf = r.basis == "infeasible";
-      t.add({std::to_string(r.hosts * r.gpus_per_host), std::to_string(r.hosts), r.stages ? std::to_string(r.stages) : "auto",
-             r.basis, inf ? "-" : fixed(r.iteration_ms, 3), inf ? "-" : fixed(r.samples_per_s, 2),
-             inf ? "-" : fixed(r.memory_gib, 2), p, mb});
-    }
-    t.print(std::cout);
-    std::cout << recs.size() << " cells tuned in " << fixed(secs * 1000, 1) << " ms"
-              << (store ? "; stored in " + c.db_path : "") << "\n";
-    return 0;
-  }
+  if (vm.count("all")) return tune_every_cell(l, c, to, store ? &*store : nullptr, json);
 
   estimator::Cell cell = estimator::make_cell(l.model.name, cm.gpu_type(), c.gpus, std::max(stages, 1), c.gpus_per_host);
   // Repeated queries come from the store (when priced from the same profile).
-  if (store && !vm.count("force")) {
-    const auto hit = store->find(cell.model, cell.gpu_type, cell.hosts, cell.gpus_per_host, stages, c.batch);
-    if (hit && hit->profile_run_id == pid) {
-      if (hit->basis == "infeasible") throw InputError("cell does not fit in memory (stored estimate " + std::to_string(hit->id) + ")");
-      const auto plan = tuner::plan_from_json(hit->plan);
-      cell.stages = static_cast<int>(plan.stages.size());
-      const auto e = estimator::estimate(cm, cell, plan);
-      if (json) {
-        auto j = estimate_json(cell, plan, e);
-        j["from_store"] = hit->id;
-        j["profile_run_id"] = pid;
-        std::cout << j.dump(2) << "\n";
-      } else {
-        std::cout << "from the store (cell estimate " << hit->id << ", " << hit->created_at << ")\n";
-        print_estimate(std::cout, cell, plan, e);
-      }
-      return 0;
-    }
-  }
+  if (store && !vm.count("force") && answer_from_store(*store, cm, cell, stages, c.batch, json)) return 0;
   std::vector<tuner::TuneResult> per;
   const auto t0 = std::chrono::steady_clock::now();
   const tuner::TuneResult r = stages == 0 ? tuner::tune_auto(cm, cell, to, &per) : tuner::tune_cell(cm, cell, to);
@@ -316,26 +354,7 @@ int cmd_tune(const std::vector<std::string>& args) {
               << l.model.name << " in memory\n";
     return 1;
   }
-  if (json) {
-    auto j = estimate_json(r.cell, r.best().plan, r.best().estimate);
-    j["tune_seconds"] = secs;
-    j["profile_run_id"] = pid;
-    nlohmann::json alts = nlohmann::json::array();
-    for (const auto& p : r.pareto)
-      alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(p.plan))},
-                      {"iteration_ms", p.estimate.iteration_ms}, {"memory_gib", p.estimate.memory_bytes / kGiB}});
-    j["pareto"] = alts;
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  print_estimate(std::cout, r.cell, r.best().plan, r.best().estimate);
-  if (r.pareto.size() > 1) {
-    std::cout << "pareto (time vs memory):\n";
-    for (const auto& p : r.pareto)
-      std::cout << "  " << fixed(p.estimate.iteration_ms, 3) << " ms, " << fixed(p.estimate.memory_bytes / kGiB, 3)
-                << " GiB: " << tuner::plan_json(p.plan) << "\n";
-  }
-  std::cout << "tuned in " << fixed(secs * 1000, 2) << " ms" << (store ? "; stored in " + c.db_path : "") << "\n";
+  print_tuned(r, secs, pid, json, store ? c.db_path : "");
   return 0;
 }
 
