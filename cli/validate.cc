@@ -375,16 +375,7 @@ std::vector<Config> chosen_configs(const std::string& list) {
   return out;
 }
 
-}  // namespace
-
-int cmd_validate(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "worker")
-    return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
-  if (!args.empty() && args[0] == "fork")
-    return cmd_validate_fork(std::vector<std::string>(args.begin() + 1, args.end()));
-  po::options_description opt("validate options");
-  Settings s;
-  std::string out_md, config_list;
+void add_validate_options(po::options_description& opt, Settings& s, std::string& out_md, std::string& config_list) {
   opt.add_options()
       ("model", po::value(&s.model_name)->default_value("gpt-cpu"), "zoo model (gpt, moe, wrn) or .yaml")
       ("db", po::value(&s.db_path)->default_value(default_db_path()), "SQLite file (profiles are read and stored here)")
@@ -411,14 +402,83 @@ int cmd_validate(const std::vector<std::string>& args) {
        "single-process profile's speed")
       ("out", po::value(&out_md), "also write the table as Markdown to this file")
       ("json", "print JSON");
-  po::variables_map vm;
-  if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
-    return 0;
+}
+
+void check_settings(const Settings& s) {
   if (s.iterations < 1 || s.iterations > 100000 || s.warmup < 0 || s.warmup > 100000 || s.threads < 1 ||
       s.threads > 4096 || s.reps < 1 || s.reps > 100000 || s.trials < 1 || s.trials > 1000 || s.passes < 1 ||
       s.extra_trials < 0 || s.extra_trials > 1000)
     throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
                      "sensible), --warmup and --extra-trials >= 0");
+}
+
+// The error of every configuration's estimate against its trials, with and
+// without the co-location factor, and the run's summary.
+json validate_report(const Settings& s, const ModelSpec& model, const std::vector<Config>& configs,
+                     const std::vector<std::vector<Trial>>& trials, const TrialRounds& rounds,
+                     const estimator::CostModel& cost, const estimator::CostModel& cost_alone,
+                     const ProfileRun& compute, const validate::HostObservation& host,
+                     const validate::HostVerdict& verdict, double elapsed_s) {
+  const int L = static_cast<int>(model.layers.size());
+  json rows = json::array();
+  std::vector<double> errs, errs_alone;
+  int within = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    estimator::Cell cell{model.name, "cpu", 1, c.world, c.mode == "pp" ? 2 : 1};
+    estimator::Plan plan;
+    plan.micro_batches = c.micro_batches;
+    plan.micro_batch_size = c.micro_batch_size;
+    if (c.mode == "pp") plan.stages = {{0, L / 2, 1, 1}, {L / 2, L - L / 2, 1, 1}};
+    else plan.stages = {{0, L, c.world, 1}};
+    rows.push_back(report_row(c, trials[i], estimator::estimate(cost, cell, plan),
+                              estimator::estimate(cost_alone, cell, plan)));
+    errs.push_back(std::abs(rows.back()["error_pct"].get<double>()));
+    errs_alone.push_back(std::abs(rows.back()["error_pct_without_colocation"].get<double>()));
+    within += rows.back()["within_spread"].get<bool>() ? 1 : 0;
+  }
+  return {
+      {"model", model.name},
+      {"compute_profile", s.profile_id},
+      {"comm_profile", s.comm_id},
+      {"db", s.db_path},
+      {"threads", s.threads},
+      {"trials", s.trials},
+      {"extra_trials", rounds.extra_runs()},
+      {"iterations", s.iterations},
+      {"rows", rows},
+      {"median_abs_error_pct", median(errs)},
+      {"worst_abs_error_pct", *std::max_element(errs.begin(), errs.end())},
+      {"within_spread_share", static_cast<double>(within) / static_cast<double>(rows.size())},
+      {"colocation",
+       {{"probe", !rounds.alone_ms().empty()},
+        {"micro_batches", kProbeMicroBatches},
+        {"micro_batch_size", kProbeMicroBatchSize},
+        {"alone_ms", rounds.alone_ms()},
+        {"together_ms", rounds.together_ms()},
+        {"factor", cost.options().colocated_compute_factor},
+        {"median_abs_error_pct_without", median(errs_alone)},
+        {"worst_abs_error_pct_without", *std::max_element(errs_alone.begin(), errs_alone.end())}}},
+      {"profile_layers", validate_profile_layers_json(compute)},
+      {"host", validate_host_json(host, verdict)},
+      {"elapsed_s", elapsed_s}};
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "worker")
+    return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
+  if (!args.empty() && args[0] == "fork")
+    return cmd_validate_fork(std::vector<std::string>(args.begin() + 1, args.end()));
+  po::options_description opt("validate options");
+  Settings s;
+  std::string out_md, config_list;
+  add_validate_options(opt, s, out_md, config_list);
+  po::variables_map vm;
+  if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
+    return 0;
+  check_settings(s);
   const std::vector<Config> configs = chosen_configs(config_list);
   if (vm.count("colocation-probe") && vm.count("no-colocation-probe"))
     throw InputError("--colocation-probe and --no-colocation-probe contradict each other");
@@ -460,48 +520,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   host.end = validate::read_cpu_clock();
   const validate::HostVerdict verdict = validate::judge_host(host);
 
-  json rows = json::array();
-  std::vector<double> errs, errs_alone;
-  int within = 0;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Config& c = configs[i];
-    estimator::Cell cell{model.name, "cpu", 1, c.world, c.mode == "pp" ? 2 : 1};
-    estimator::Plan plan;
-    plan.micro_batches = c.micro_batches;
-    plan.micro_batch_size = c.micro_batch_size;
-    if (c.mode == "pp") plan.stages = {{0, L / 2, 1, 1}, {L / 2, L - L / 2, 1, 1}};
-    else plan.stages = {{0, L, c.world, 1}};
-    rows.push_back(report_row(c, trials[i], estimator::estimate(cost, cell, plan),
-                              estimator::estimate(cost_alone, cell, plan)));
-    errs.push_back(std::abs(rows.back()["error_pct"].get<double>()));
-    errs_alone.push_back(std::abs(rows.back()["error_pct_without_colocation"].get<double>()));
-    within += rows.back()["within_spread"].get<bool>() ? 1 : 0;
-  }
-  const json report = {
-      {"model", model.name},
-      {"compute_profile", s.profile_id},
-      {"comm_profile", s.comm_id},
-      {"db", s.db_path},
-      {"threads", s.threads},
-      {"trials", s.trials},
-      {"extra_trials", rounds.extra_runs()},
-      {"iterations", s.iterations},
-      {"rows", rows},
-      {"median_abs_error_pct", median(errs)},
-      {"worst_abs_error_pct", *std::max_element(errs.begin(), errs.end())},
-      {"within_spread_share", static_cast<double>(within) / static_cast<double>(rows.size())},
-      {"colocation",
-       {{"probe", !rounds.alone_ms().empty()},
-        {"micro_batches", kProbeMicroBatches},
-        {"micro_batch_size", kProbeMicroBatchSize},
-        {"alone_ms", rounds.alone_ms()},
-        {"together_ms", rounds.together_ms()},
-        {"factor", eo.colocated_compute_factor},
-        {"median_abs_error_pct_without", median(errs_alone)},
-        {"worst_abs_error_pct_without", *std::max_element(errs_alone.begin(), errs_alone.end())}}},
-      {"profile_layers", validate_profile_layers_json(sel.compute)},
-      {"host", validate_host_json(host, verdict)},
-      {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  const json report =
+      validate_report(s, model, configs, trials, rounds, cost, cost_alone, sel.compute, host, verdict,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (vm.count("json")) std::cout << report.dump(2) << "\n";
   else print_validate_text(std::cout, report);
   if (vm.count("json") && verdict.busy)
