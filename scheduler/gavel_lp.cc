@@ -80,47 +80,41 @@ bool usable(const GavelProblem& p, size_t j, size_t k) {
   return p.throughput[j][k] > 0 && p.gpus[j] > 0 && p.gpus[j] <= p.capacity[k];
 }
 
-}  // namespace
-
-size_t GavelBasis::ClassKeyHash::operator()(const ClassKey& key) const {
-  return class_hash(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+// The jobs that can run on some type (the others get no share).
+std::vector<size_t> runnable_jobs(const GavelProblem& p) {
+  std::vector<size_t> in;
+  for (size_t j = 0; j < p.throughput.size(); ++j)
+    for (size_t k = 0; k < p.capacity.size(); ++k)
+      if (usable(p, j, k)) {
+        in.push_back(j);
+        break;
+      }
+  return in;
 }
 
-GavelAllocation gavel_max_min_fairness(const GavelProblem& p, GavelBasis* basis) {
-  check_problem(p, true, false);
-  const size_t n = p.throughput.size(), K = p.capacity.size();
-  GavelAllocation out;
-  out.x.assign(n, std::vector<double>(K, 0.0));
-  std::vector<size_t> in;  // jobs in the LP
-  for (size_t j = 0; j < n; ++j) {
-    bool any = false;
-    for (size_t k = 0; k < K; ++k) any = any || usable(p, j, k);
-    if (any) in.push_back(j);
-  }
-  if (in.empty()) return out;
-  const double share = 1.0 / static_cast<double>(in.size());
+double weight_of(const GavelProblem& p, size_t j) { return p.weight[j] > 0 ? p.weight[j] : 1.0; }
 
-  // Jobs with the same throughputs, gang size and weight are interchangeable:
-  // the LP is symmetric in them and convex, so some optimum gives them equal
-  // shares. One set of variables per such class, its GPUs counted
-  // `members` times, solves the same LP (same optimum t) with far fewer
-  // columns: the Philly trace's thousands of active jobs fall into a few
-  // hundred classes (job type x gang size).
-  // Classes are found by a hash of the key (no copy of a job's throughputs
-  // per solve); each class keeps one copy of its key, for the basis.
-  struct Class {
-    size_t first;                 // a member: its throughputs, gang size, weight
-    std::vector<size_t> members;
-  };
-  std::vector<Class> classes;
-  auto weight_of = [&](size_t j) { return p.weight[j] > 0 ? p.weight[j] : 1.0; };
+// Jobs with the same throughputs, gang size and weight are interchangeable:
+// the max-min LP is symmetric in them and convex, so some optimum gives them
+// equal shares. One set of variables per such class, its GPUs counted
+// `members` times, solves the same LP (same optimum t) with far fewer
+// columns: the Philly trace's thousands of active jobs fall into a few
+// hundred classes (job type x gang size). Classes are found by a hash of the
+// key (no copy of a job's throughputs per solve).
+struct JobClass {
+  size_t first;  // a member: its throughputs, gang size, weight
+  std::vector<size_t> members;
+};
+
+std::vector<JobClass> job_classes(const GavelProblem& p, const std::vector<size_t>& in) {
+  std::vector<JobClass> classes;
   auto same_class = [&](size_t a, size_t b) {
-    return p.gpus[a] == p.gpus[b] && weight_of(a) == weight_of(b) && p.throughput[a] == p.throughput[b];
+    return p.gpus[a] == p.gpus[b] && weight_of(p, a) == weight_of(p, b) && p.throughput[a] == p.throughput[b];
   };
   std::unordered_multimap<size_t, size_t> class_of;  // key hash -> class
   class_of.reserve(in.size());
   for (size_t j : in) {
-    const size_t h = class_hash(p.throughput[j], p.gpus[j], weight_of(j));
+    const size_t h = class_hash(p.throughput[j], p.gpus[j], weight_of(p, j));
     size_t found = classes.size();
     for (auto [it, end] = class_of.equal_range(h); it != end; ++it)
       if (same_class(classes[it->second].first, j)) {
@@ -133,10 +127,29 @@ GavelAllocation gavel_max_min_fairness(const GavelProblem& p, GavelBasis* basis)
     }
     classes[found].members.push_back(j);
   }
+  return classes;
+}
+
+}  // namespace
+
+size_t GavelBasis::ClassKeyHash::operator()(const ClassKey& key) const {
+  return class_hash(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+}
+
+GavelAllocation gavel_max_min_fairness(const GavelProblem& p, GavelBasis* basis) {
+  check_problem(p, true, false);
+  const size_t n = p.throughput.size(), K = p.capacity.size();
+  GavelAllocation out;
+  out.x.assign(n, std::vector<double>(K, 0.0));
+  const std::vector<size_t> in = runnable_jobs(p);
+  if (in.empty()) return out;
+  const double share = 1.0 / static_cast<double>(in.size());
+
+  const std::vector<JobClass> classes = job_classes(p, in);
   std::vector<GavelBasis::ClassKey> keys;
   if (basis) {
     keys.reserve(classes.size());
-    for (const Class& c : classes) keys.emplace_back(p.throughput[c.first], p.gpus[c.first], weight_of(c.first));
+    for (const JobClass& c : classes) keys.emplace_back(p.throughput[c.first], p.gpus[c.first], weight_of(p, c.first));
   }
 
   // The optimal t is unique, the shares are not: many allocations reach it,
