@@ -11,7 +11,9 @@
 
 namespace cellsched {
 
-LpSolution coin_solve_lp(const LinearProgram& lp) {
+namespace {
+
+void check_lp(const LinearProgram& lp) {
   const int n = lp.num_vars(), m = lp.num_rows();
   if (lp.col_lower.size() != static_cast<size_t>(n) || lp.col_upper.size() != static_cast<size_t>(n) ||
       lp.row_upper.size() != static_cast<size_t>(m) || lp.entry_col.size() != lp.entry_row.size() ||
@@ -28,10 +30,19 @@ LpSolution coin_solve_lp(const LinearProgram& lp) {
   for (int i = 0; i < m; ++i)
     if (lp.row_lower[i] > lp.row_upper[i])
       throw LpError("infeasible", "LP infeasible: row " + std::to_string(i) + " has lower > upper");
+}
 
-  // Column-major form by a counting sort on the column, rows ascending within
-  // a column and repeated (row, col) pairs summed: the matrix COIN-OR's
-  // triplet constructor builds, without its sort (a tenth of a round's LP).
+struct ColumnMajor {
+  std::vector<CoinBigIndex> start;
+  std::vector<int> index;
+  std::vector<double> value;
+};
+
+// Column-major form by a counting sort on the column, rows ascending within
+// a column and repeated (row, col) pairs summed: the matrix COIN-OR's
+// triplet constructor builds, without its sort (a tenth of a round's LP).
+ColumnMajor column_major(const LinearProgram& lp) {
+  const int n = lp.num_vars();
   std::vector<CoinBigIndex> start(n + 1, 0);
   for (int c : lp.entry_col) ++start[c + 1];
   for (int j = 0; j < n; ++j) start[j + 1] += start[j];
@@ -77,12 +88,21 @@ LpSolution coin_solve_lp(const LinearProgram& lp) {
     }
   }
   start[n] = kept;
+  return {std::move(start), std::move(index), std::move(value)};
+}
+
+}  // namespace
+
+LpSolution coin_solve_lp(const LinearProgram& lp) {
+  check_lp(lp);
+  const int n = lp.num_vars(), m = lp.num_rows();
+  const ColumnMajor matrix = column_major(lp);
   const std::vector<double> collb = coin::bounds(lp.col_lower), colub = coin::bounds(lp.col_upper);
   const std::vector<double> rowlb = coin::bounds(lp.row_lower), rowub = coin::bounds(lp.row_upper);
 
   auto run = [&](ClpSimplex& model, bool warm) {
     model.setLogLevel(0);
-    model.loadProblem(n, m, start.data(), index.data(), value.data(), collb.data(), colub.data(),
+    model.loadProblem(n, m, matrix.start.data(), matrix.index.data(), matrix.value.data(), collb.data(), colub.data(),
                       lp.cost.data(), rowlb.data(), rowub.data());
     model.setOptimizationDirection(lp.maximize ? -1.0 : 1.0);
     if (warm) {
