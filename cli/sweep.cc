@@ -182,89 +182,117 @@ void print_sweep_table(const std::vector<Cell>& cells, const std::vector<std::st
   t.print(std::cout);
 }
 
+struct SweepArgs {
+  std::string rates, cluster, throughputs, policies, out_dir, reference_gpu, fork_scaling;
+  long jobs = 500;
+  uint64_t seed = 0;
+  double round_s = 360, restart_s = 30, window_start = 0.1, window_end = 0.9, fork_efficiency = 0.5,
+         consolidation_s = 0;
+  PolicySettings settings;
+};
+
+void add_sweep_options(po::options_description& opt, SweepArgs& a) {
+  opt.add_options()
+      ("rates", po::value(&a.rates)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
+      ("jobs", po::value(&a.jobs)->default_value(500), "jobs per generated trace")
+      ("seed", po::value(&a.seed)->default_value(0), "trace generator seed (the same at every rate)")
+      ("policy", po::value(&a.policies)->default_value(all_policies()), "comma-separated policies")
+      ("cluster", po::value(&a.cluster)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
+      ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
+      ("reference-gpu", po::value(&a.reference_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
+      ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")
+      ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
+      ("fork-efficiency", fork_efficiency_value(&a.fork_efficiency), kForkEfficiencyHelp)
+      ("fork-scaling", po::value(&a.fork_scaling)->default_value("noise"), kForkScalingHelp)
+      ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
+      ("window-start", po::value(&a.window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
+      ("window-end", po::value(&a.window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
+      ("drop-unrunnable", kDropUnrunnableHelp)
+      ("out", po::value(&a.out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
+      ("json", "print JSON instead of the table");
+  add_hadar_options(opt, &a.settings);
+}
+
+// The policies named, each known and named once.
+std::vector<std::string> policy_names(const SweepArgs& a) {
+  const std::vector<std::string> names = split_list(a.policies);
+  if (names.empty()) throw InputError("--policy: no policy named");
+  for (size_t i = 0; i < names.size(); ++i) {
+    make_policy(names[i], a.settings);  // unknown names fail here
+    if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
+      throw InputError("--policy: " + names[i] + " appears twice");
+  }
+  return names;
+}
+
+void print_sweep_header(const SweepArgs& a, const Cluster& cluster, long first, long last, bool drop,
+                        const std::vector<double>& rates, const std::vector<long>& dropped) {
+  std::cout << "sweep: " << a.jobs << " generated jobs per rate (seed " << a.seed << "), cluster "
+            << cluster.name << " (" << cluster.total_gpus() << " GPUs), round " << a.round_s
+            << " s, restart " << a.restart_s << " s\n"
+            << "average JCT in hours over jobs " << first << ".." << last - 1
+            << " (window " << a.window_start << "-" << a.window_end << " of job ids)\n";
+  if (drop) {
+    std::cout << "unrunnable jobs dropped:";
+    for (size_t ri = 0; ri < rates.size(); ++ri) std::cout << " " << dropped[ri] << " at " << rate_label(rates[ri]) << "/h";
+    std::cout << "\n";
+  }
+  std::cout << "\n";
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
   po::options_description opt("sweep options");
-  std::string rates_arg, cluster_spec, throughputs, policies, out_dir, ref_gpu;
-  long jobs;
-  uint64_t seed;
-  double round_s, restart_s, window_start, window_end, fork_efficiency, consolidation_s;
-  std::string fork_scaling;
-  PolicySettings settings;
-  opt.add_options()
-      ("rates", po::value(&rates_arg)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
-      ("jobs", po::value(&jobs)->default_value(500), "jobs per generated trace")
-      ("seed", po::value(&seed)->default_value(0), "trace generator seed (the same at every rate)")
-      ("policy", po::value(&policies)->default_value(all_policies()), "comma-separated policies")
-      ("cluster", po::value(&cluster_spec)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
-      ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
-      ("reference-gpu", po::value(&ref_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
-      ("round", po::value(&round_s)->default_value(360), "round length, seconds")
-      ("restart", po::value(&restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
-      ("fork-efficiency", fork_efficiency_value(&fork_efficiency), kForkEfficiencyHelp)
-      ("fork-scaling", po::value(&fork_scaling)->default_value("noise"), kForkScalingHelp)
-      ("consolidation", po::value(&consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
-      ("window-start", po::value(&window_start)->default_value(0.1, "0.1"), "steady-state window: first job, as a fraction of the job ids")
-      ("window-end", po::value(&window_end)->default_value(0.9, "0.9"), "steady-state window: end (exclusive), as a fraction of the job ids")
-      ("drop-unrunnable", kDropUnrunnableHelp)
-      ("out", po::value(&out_dir), "write sweep.csv, sweep.json, jct_vs_load.png and, per rate, rate-<r>/{jct_cdf,utilization}.png here")
-      ("json", "print JSON instead of the table");
-  add_hadar_options(opt, &settings);
+  SweepArgs a;
+  add_sweep_options(opt, a);
   po::variables_map vm;
   if (!parse("cellsched sweep [--rates 2,4,6,8] [--jobs N] [--policy P,...] [options]", args, opt,
              {}, vm))
     return 0;
 
   // Everything is checked before anything runs.
-  const std::vector<double> rates = parse_rates(rates_arg);
-  if (jobs <= 0) throw InputError("--jobs must be positive");
-  if (!(window_start >= 0 && window_start < window_end && window_end <= 1))
+  const std::vector<double> rates = parse_rates(a.rates);
+  if (a.jobs <= 0) throw InputError("--jobs must be positive");
+  if (!(a.window_start >= 0 && a.window_start < a.window_end && a.window_end <= 1))
     throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
-  const long first = static_cast<long>(std::ceil(window_start * jobs - 1e-9));
-  const long last = static_cast<long>(std::ceil(window_end * jobs - 1e-9));  // exclusive
+  const long first = static_cast<long>(std::ceil(a.window_start * a.jobs - 1e-9));
+  const long last = static_cast<long>(std::ceil(a.window_end * a.jobs - 1e-9));  // exclusive
   if (last <= first)
-    throw InputError("the window [" + fixed(window_start, 3) + ", " + fixed(window_end, 3) +
-                     ") of " + std::to_string(jobs) + " jobs holds no job");
-  check_policy_settings(settings);
-  const ForkScaling scaling = fork_model_arg(fork_efficiency, fork_scaling).scaling;
-  const std::vector<std::string> names = split_list(policies);
-  if (names.empty()) throw InputError("--policy: no policy named");
-  for (size_t i = 0; i < names.size(); ++i) {
-    make_policy(names[i], settings);  // unknown names fail here
-    if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
-      throw InputError("--policy: " + names[i] + " appears twice");
-  }
-  const Cluster cluster = load_cluster(cluster_spec);
-  const ThroughputTable table = load_gavel_throughputs(throughputs);
+    throw InputError("the window [" + fixed(a.window_start, 3) + ", " + fixed(a.window_end, 3) +
+                     ") of " + std::to_string(a.jobs) + " jobs holds no job");
+  check_policy_settings(a.settings);
+  const ForkScaling scaling = fork_model_arg(a.fork_efficiency, a.fork_scaling).scaling;
+  const std::vector<std::string> names = policy_names(a);
+  const Cluster cluster = load_cluster(a.cluster);
+  const ThroughputTable table = load_gavel_throughputs(a.throughputs);
   const TableOracle oracle(table);
   GenerateOptions gen;
-  gen.jobs = jobs;
-  gen.seed = seed;
-  gen.reference_gpu = ref_gpu;
+  gen.jobs = a.jobs;
+  gen.seed = a.seed;
+  gen.reference_gpu = a.reference_gpu;
   const bool drop = vm.count("drop-unrunnable") > 0;
   std::vector<long> dropped;
   const std::vector<Trace> traces = generate_traces(rates, gen, table, cluster, oracle, drop, dropped);
   if (vm.count("out")) find_gnuplot();  // fail before the long part
 
   SimOptions so;
-  so.round_s = round_s;
-  so.restart_s = restart_s;
-  so.fork_efficiency = fork_efficiency;
+  so.round_s = a.round_s;
+  so.restart_s = a.restart_s;
+  so.fork_efficiency = a.fork_efficiency;
   so.fork_scaling = scaling;
-  so.consolidation_s = consolidation_s;
+  so.consolidation_s = a.consolidation_s;
   std::vector<Cell> cells;
   for (size_t ri = 0; ri < rates.size(); ++ri) {
-    const Trace& trace = traces[ri];
     for (const std::string& name : names) {
-      auto policy = make_policy(name, settings);  // fresh state for every run
+      auto policy = make_policy(name, a.settings);  // fresh state for every run
       so.progress = sim_progress("rate " + rate_label(rates[ri]) + "/h (" + std::to_string(ri + 1) + "/" +
                                  std::to_string(rates.size()) + "), " + name);
       Cell c;
       c.policy = name;
       c.rate = rates[ri];
-      c.run = simulate(trace, cluster, oracle, *policy, so);
-      c.run.params["seed"] = std::to_string(seed);
+      c.run = simulate(traces[ri], cluster, oracle, *policy, so);
+      c.run.params["seed"] = std::to_string(a.seed);
       c.run.params["rate_per_hour"] = rate_label(rates[ri]);
       if (drop) c.dropped = dropped[ri];
       window_average(c, first, last);
@@ -273,46 +301,35 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   clear_progress();
 
-  nlohmann::json doc = {{"jobs", jobs},
-                        {"seed", seed},
+  nlohmann::json doc = {{"jobs", a.jobs},
+                        {"seed", a.seed},
                         {"cluster", cluster.name},
                         {"cluster_gpus", cluster.total_gpus()},
                         {"throughputs", oracle.source()},
-                        {"round_s", round_s},
-                        {"restart_s", restart_s},
-                        {"fork_efficiency", fork_efficiency},
+                        {"round_s", a.round_s},
+                        {"restart_s", a.restart_s},
+                        {"fork_efficiency", a.fork_efficiency},
                         {"fork_scaling", fork_scaling_name(scaling)},
-                        {"consolidation_s", consolidation_s},
+                        {"consolidation_s", a.consolidation_s},
                         {"rates_per_hour", rates},
                         {"policies", names},
                         {"window",
-                         {{"start", window_start},
-                          {"end", window_end},
+                         {{"start", a.window_start},
+                          {"end", a.window_end},
                           {"first_job", first},
                           {"last_job", last - 1}}}};
   nlohmann::json results = nlohmann::json::array();
   for (const Cell& c : cells) results.push_back(cell_json(c));
   doc["results"] = results;
 
-  if (vm.count("out")) write_sweep_files(cells, rates, doc, out_dir);
-
+  if (vm.count("out")) write_sweep_files(cells, rates, doc, a.out_dir);
   if (vm.count("json")) {
     std::cout << doc.dump(2) << "\n";
     return 0;
   }
-  std::cout << "sweep: " << jobs << " generated jobs per rate (seed " << seed << "), cluster "
-            << cluster.name << " (" << cluster.total_gpus() << " GPUs), round " << round_s
-            << " s, restart " << restart_s << " s\n"
-            << "average JCT in hours over jobs " << first << ".." << last - 1
-            << " (window " << window_start << "-" << window_end << " of job ids)\n";
-  if (drop) {
-    std::cout << "unrunnable jobs dropped:";
-    for (size_t ri = 0; ri < rates.size(); ++ri) std::cout << " " << dropped[ri] << " at " << rate_label(rates[ri]) << "/h";
-    std::cout << "\n";
-  }
-  std::cout << "\n";
+  print_sweep_header(a, cluster, first, last, drop, rates, dropped);
   print_sweep_table(cells, names, rates);
-  if (vm.count("out")) std::cout << "\nwrote " << out_dir << "/{sweep.csv,sweep.json,jct_vs_load.png}\n";
+  if (vm.count("out")) std::cout << "\nwrote " << a.out_dir << "/{sweep.csv,sweep.json,jct_vs_load.png}\n";
   return 0;
 }
 
