@@ -201,48 +201,15 @@ pid_t spawn(const std::vector<std::string>& argv) {
   return pid;
 }
 
-}  // namespace
-
-ProfileRun profile_comm(const CommOptions& opt) {
-  check_options(opt);
-  const std::vector<int64_t> sizes = opt.sizes.empty() ? default_sizes(opt.backend) : opt.sizes;
-  char tmpl[] = "/tmp/cellsched-comm-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a scratch directory in /tmp");
-  const fs::path dir = tmpl;
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() { std::error_code ec; fs::remove_all(d, ec); }
-  } cleanup{dir};
-
-  fs::create_directories(dir / "store");
-  const int procs = opt.ranks / opt.devices_per_process;
-  std::vector<Child> children(procs);
-  std::vector<std::string> outs(procs);
-  const std::string progress = (dir / "progress").string();
-  for (int p = 0; p < procs; ++p) {
-    CommWorkerArgs a;
-    a.backend = opt.backend;
-    a.rank = p * opt.devices_per_process;
-    a.local_ranks = opt.devices_per_process;
-    a.world = opt.ranks;
-    a.store_dir = (dir / "store").string();
-    a.sizes = sizes;
-    a.collectives = opt.collectives;
-    a.repetitions = opt.repetitions;
-    a.warmup = opt.warmup;
-    a.passes = opt.passes;
-    a.out_path = outs[p] = (dir / ("rank" + std::to_string(a.rank) + ".json")).string();
-    a.progress_path = progress;
-    std::vector<std::string> argv = opt.worker_command;
-    for (auto& s : to_argv(a)) argv.push_back(s);
-    children[p].pid = spawn(argv);
-  }
-  // Wait for all; on a failure or the timeout, kill the others.
+// Waits for every worker; on a failure or the timeout, kills the others and
+// says what happened (empty: all exited 0). Reports progress as the workers
+// append it to `progress`.
+std::string wait_for_workers(std::vector<Child>& children, const CommOptions& opt, const std::string& progress) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(opt.timeout_s * 1000));
   std::string failure;
   size_t last_progress = 0;
-  for (int running = procs; running > 0;) {
+  for (int running = static_cast<int>(children.size()); running > 0;) {
     bool reaped = false;
     for (Child& c : children) {
       if (c.done) continue;
@@ -280,9 +247,11 @@ ProfileRun profile_comm(const CommOptions& opt) {
     }
     if (!reaped && running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (!failure.empty()) throw std::runtime_error("profile comm: " + failure);
+  return failure;
+}
 
-  // Combine: per (collective, bytes), samples of every rank.
+// One profile of the workers' outputs: per (collective, bytes), the samples of every rank.
+ProfileRun combine_outputs(const std::vector<std::string>& outs, const CommOptions& opt) {
   ProfileRun run;
   run.kind = "comm";
   run.device = opt.backend == "gloo" ? "cpu" : "cuda";
@@ -308,6 +277,47 @@ ProfileRun profile_comm(const CommOptions& opt) {
     run.comms.push_back(make_comm_profile(opt.backend, key.first, opt.ranks, key.second, samples[key]));
   if (opt.progress) opt.progress(order.size(), order.size(), "");
   return run;
+}
+
+}  // namespace
+
+ProfileRun profile_comm(const CommOptions& opt) {
+  check_options(opt);
+  const std::vector<int64_t> sizes = opt.sizes.empty() ? default_sizes(opt.backend) : opt.sizes;
+  char tmpl[] = "/tmp/cellsched-comm-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("cannot create a scratch directory in /tmp");
+  const fs::path dir = tmpl;
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() { std::error_code ec; fs::remove_all(d, ec); }
+  } cleanup{dir};
+
+  fs::create_directories(dir / "store");
+  const int procs = opt.ranks / opt.devices_per_process;
+  std::vector<Child> children(procs);
+  std::vector<std::string> outs(procs);
+  const std::string progress = (dir / "progress").string();
+  for (int p = 0; p < procs; ++p) {
+    CommWorkerArgs a;
+    a.backend = opt.backend;
+    a.rank = p * opt.devices_per_process;
+    a.local_ranks = opt.devices_per_process;
+    a.world = opt.ranks;
+    a.store_dir = (dir / "store").string();
+    a.sizes = sizes;
+    a.collectives = opt.collectives;
+    a.repetitions = opt.repetitions;
+    a.warmup = opt.warmup;
+    a.passes = opt.passes;
+    a.out_path = outs[p] = (dir / ("rank" + std::to_string(a.rank) + ".json")).string();
+    a.progress_path = progress;
+    std::vector<std::string> argv = opt.worker_command;
+    for (auto& s : to_argv(a)) argv.push_back(s);
+    children[p].pid = spawn(argv);
+  }
+  if (const std::string failure = wait_for_workers(children, opt, progress); !failure.empty())
+    throw std::runtime_error("profile comm: " + failure);
+  return combine_outputs(outs, opt);
 }
 
 }  // namespace cellsched::profiler
