@@ -24,6 +24,59 @@
 
 namespace cellsched::cli {
 
+namespace {
+
+// Every policy over the trace, each run with its TTD bound and parameters.
+std::vector<RunRecord> run_policies(const std::vector<std::unique_ptr<Policy>>& policies, const ReplayInputs& in,
+                                    const ReplayArgs& ra, SimOptions so, bool with_bound) {
+  std::optional<Bounds> bounds;
+  if (with_bound) bounds.emplace(policies, in);
+  std::vector<RunRecord> runs;
+  for (size_t pi = 0; pi < policies.size(); ++pi) {
+    const auto& policy = policies[pi];
+    so.progress = sim_progress("[" + std::to_string(pi + 1) + "/" + std::to_string(policies.size()) + "] " +
+                               policy->name());
+    RunRecord run = simulate(in.trace, in.cluster, *in.oracle, *policy, so);
+    clear_progress();
+    const double bound = bounds ? bounds->get(*policy) : -1;
+    if (bound > 0) {
+      run.metrics.extra["ttd_bound_s"] = bound;
+      if (run.metrics.completed == run.metrics.jobs)
+        run.metrics.extra["ttd_over_bound"] = run.metrics.ttd_s / bound;
+    }
+    run.params["seed"] = std::to_string(ra.seed);
+    run.params["trace_format"] = in.trace.format;
+    if (policy->name() == "hadar" || policy->name() == "hadare") {
+      run.params["hadar_spare_exponent"] = num(ra.policy.hadar_spare_exponent);
+      run.params["hadar_ratio_exponent"] = num(ra.policy.hadar_ratio_exponent);
+      run.params["hadar_ratio_cap_s"] = num(ra.policy.hadar_ratio_cap_s);
+    }
+    if (ra.drop_unrunnable) run.params["dropped_unrunnable"] = std::to_string(in.dropped);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+void print_simulation(const std::vector<RunRecord>& runs, const ReplayInputs& in, const ReplayArgs& ra,
+                      const std::string& stored_in) {
+  const SimOptions& so = in.options;
+  std::cout << "trace " << in.trace.name << " (" << in.trace.jobs.size() << " jobs, " << in.trace.format
+            << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << "), cluster "
+            << in.cluster.name << " (" << in.cluster.total_gpus() << " GPUs on " << in.cluster.nodes.size()
+            << " nodes), round " << so.round_s << " s, restart " << so.restart_s << " s\n\n";
+  print_comparison(runs, std::cout);
+  if (so.replay_failures) {
+    std::cout << "\nfailures replayed:\n";
+    for (const RunRecord& run : runs)
+      std::cout << "  " << run.policy << ": " << fixed(run.metrics.extra.at("failed_attempts"), 0)
+                << " failed attempts, " << fixed(run.metrics.extra.at("lost_gpu_s") / 3600, 1)
+                << " GPU-hours lost\n";
+  }
+  if (!stored_in.empty()) std::cout << "\nstored in " << stored_in << " (cellsched db runs)\n";
+}
+
+}  // namespace
+
 int cmd_simulate(const std::vector<std::string>& args) {
   po::options_description opt("simulate options");
   ReplayArgs ra;
@@ -53,41 +106,13 @@ int cmd_simulate(const std::vector<std::string>& args) {
   check_policy_settings(ra.policy);
   for (const std::string& n : names) policy_objs.push_back(make_policy(n, ra.policy));
   const ReplayInputs in = load_replay_inputs(ra);
-  const Trace& trace = in.trace;
-  const Cluster& cluster = in.cluster;
-  const ThroughputOracle& oracle = *in.oracle;
-  SimOptions so = in.options;
   if (vm.count("out")) {  // a place the outputs cannot go is found before anything runs
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);
     if (ec || !std::filesystem::is_directory(out_dir))
       throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
   }
-  std::optional<Bounds> bounds;
-  if (!vm.count("no-bound")) bounds.emplace(policy_objs, in);
-  std::vector<RunRecord> runs;
-  for (size_t pi = 0; pi < policy_objs.size(); ++pi) {
-    auto& policy = policy_objs[pi];
-    so.progress = sim_progress("[" + std::to_string(pi + 1) + "/" + std::to_string(policy_objs.size()) + "] " +
-                               policy->name());
-    RunRecord run = simulate(trace, cluster, oracle, *policy, so);
-    clear_progress();
-    const double bound = bounds ? bounds->get(*policy) : -1;
-    if (bound > 0) {
-      run.metrics.extra["ttd_bound_s"] = bound;
-      if (run.metrics.completed == run.metrics.jobs)
-        run.metrics.extra["ttd_over_bound"] = run.metrics.ttd_s / bound;
-    }
-    run.params["seed"] = std::to_string(ra.seed);
-    run.params["trace_format"] = trace.format;
-    if (policy->name() == "hadar" || policy->name() == "hadare") {
-      run.params["hadar_spare_exponent"] = num(ra.policy.hadar_spare_exponent);
-      run.params["hadar_ratio_exponent"] = num(ra.policy.hadar_ratio_exponent);
-      run.params["hadar_ratio_cap_s"] = num(ra.policy.hadar_ratio_cap_s);
-    }
-    if (ra.drop_unrunnable) run.params["dropped_unrunnable"] = std::to_string(in.dropped);
-    runs.push_back(std::move(run));
-  }
+  std::vector<RunRecord> runs = run_policies(policy_objs, in, ra, in.options, !vm.count("no-bound"));
 
   // The outputs first: a run is stored only once its files are written.
   if (vm.count("out")) {
@@ -102,27 +127,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
   }
   if (!vm.count("no-db")) {
     db::Store store = db::Store::open(db_path);
-    const int64_t cluster_id = store.save_cluster(cluster);
-    const int64_t trace_id = store.save_trace(trace);
+    const int64_t cluster_id = store.save_cluster(in.cluster);
+    const int64_t trace_id = store.save_trace(in.trace);
     for (RunRecord& run : runs) store.save_run(run, trace_id, cluster_id);
   }
-  if (vm.count("json")) {
-    std::cout << runs_to_json(runs).dump(2) << "\n";
-  } else {
-    std::cout << "trace " << trace.name << " (" << trace.jobs.size() << " jobs, " << trace.format
-              << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << "), cluster " << cluster.name << " (" << cluster.total_gpus() << " GPUs on "
-              << cluster.nodes.size() << " nodes), round " << so.round_s << " s, restart "
-              << so.restart_s << " s\n\n";
-    print_comparison(runs, std::cout);
-    if (so.replay_failures) {
-      std::cout << "\nfailures replayed:\n";
-      for (const RunRecord& run : runs)
-        std::cout << "  " << run.policy << ": " << fixed(run.metrics.extra.at("failed_attempts"), 0)
-                  << " failed attempts, " << fixed(run.metrics.extra.at("lost_gpu_s") / 3600, 1)
-                  << " GPU-hours lost\n";
-    }
-    if (!vm.count("no-db")) std::cout << "\nstored in " << db_path << " (cellsched db runs)\n";
-  }
+  if (vm.count("json")) std::cout << runs_to_json(runs).dump(2) << "\n";
+  else print_simulation(runs, in, ra, vm.count("no-db") ? "" : db_path);
   return 0;
 }
 
