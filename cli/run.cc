@@ -273,21 +273,40 @@ int cmd_submit(const std::vector<std::string>& all_args) {
   return 0;
 }
 
-int cmd_status(const std::vector<std::string>& args) {
-  std::string db_path;
-  bool as_json = false;
-  po::options_description opts("options");
-  opts.add_options()
-      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
-      ("json", po::bool_switch(&as_json), "machine-readable output");
-  po::variables_map vm;
-  if (!parse("cellsched status [--db PATH] [--json]", args, opts, {}, vm)) return 0;
-  require_db(db_path);
-  db::OnlineStore store = db::OnlineStore::open(db_path);
-  const std::vector<db::OnlineJob> jobs = store.jobs(false);
-  const std::vector<db::OnlineLaunch> live = store.live_launches();
-  std::map<int64_t, std::vector<const db::OnlineLaunch*>> by_job;
-  for (const auto& l : live) by_job[l.job_id].push_back(&l);
+namespace {
+
+// What `status` shows, read from the store once.
+struct StatusView {
+  std::vector<db::OnlineJob> jobs;
+  std::vector<db::OnlineLaunch> live;
+  std::map<int64_t, std::vector<const db::OnlineLaunch*>> by_job;  // into `live`
+  Cluster cluster;
+  std::map<std::string, int> used;  // GPUs busy per node
+  int64_t last_round = 0;
+  std::optional<db::OnlineRound> round;
+  std::optional<runner::LockHolder> holder;
+  std::string pid, policy, executor;
+
+  StatusView() = default;
+  StatusView(const StatusView&) = delete;  // by_job points into live
+  StatusView& operator=(const StatusView&) = delete;
+
+  const std::vector<const db::OnlineLaunch*>& launches_of(int64_t job) const {
+    static const std::vector<const db::OnlineLaunch*> none;
+    const auto it = by_job.find(job);
+    return it == by_job.end() ? none : it->second;
+  }
+  // Iterations done, counting what live copies have trained since launch.
+  double done_of(const db::OnlineJob& j) const {
+    double d = j.iterations_done;
+    for (const auto* l : launches_of(j.id))
+      if (l->state != "planned") d += l->iterations;
+    return d;
+  }
+};
+
+// The node list the runner stored, or an empty cluster when it cannot be read.
+Cluster stored_nodes(const db::OnlineStore& store) {
   Cluster cluster;
   if (const auto y = store.meta("nodes")) {
     const fs::path tmp = fs::temp_directory_path() / ("cellsched-nodes-" + std::to_string(getpid()) + ".yaml");
@@ -298,85 +317,112 @@ int cmd_status(const std::vector<std::string>& args) {
     }
     fs::remove(tmp);
   }
-  std::map<std::string, int> used;
-  for (const auto& l : live)
+  return cluster;
+}
+
+void read_status(StatusView& v, const std::string& db_path) {
+  db::OnlineStore store = db::OnlineStore::open(db_path);
+  v.jobs = store.jobs(false);
+  v.live = store.live_launches();
+  for (const auto& l : v.live) v.by_job[l.job_id].push_back(&l);
+  v.cluster = stored_nodes(store);
+  for (const auto& l : v.live)
     if (l.state == "running" || l.state == "stopping")
-      for (const auto& p : l.procs) used[p.node_name] += p.gpus;
-  const int64_t last = store.last_round();
-  const auto round = last ? store.round(last) : std::nullopt;
+      for (const auto& p : l.procs) v.used[p.node_name] += p.gpus;
+  v.last_round = store.last_round();
+  v.round = v.last_round ? store.round(v.last_round) : std::nullopt;
   // The runner's lock says truthfully whether one is alive (the kernel drops
   // it when the runner dies); the pid in the store is only the last one's.
   // A runner on another host shows through its lease (heartbeat still fresh).
-  auto holder = runner::runner_lock_holder(db_path);
-  if (!holder) holder = runner::foreign_lease(store);
-  const bool runner_alive = holder.has_value();
-  const std::string pid = holder ? std::to_string(holder->pid) : store.meta("runner_pid").value_or("0");
+  v.holder = runner::runner_lock_holder(db_path);
+  if (!v.holder) v.holder = runner::foreign_lease(store);
+  v.pid = v.holder ? std::to_string(v.holder->pid) : store.meta("runner_pid").value_or("0");
+  v.policy = store.meta("policy").value_or("");
+  v.executor = store.meta("executor").value_or("");
+}
 
-  auto done_of = [&](const db::OnlineJob& j) {
-    double d = j.iterations_done;
-    for (const auto* l : by_job[j.id])
-      if (l->state != "planned") d += l->iterations;
-    return d;
-  };
-  if (as_json) {
-    json out;
-    out["runner"] = {{"pid", std::atoll(pid.c_str())},
-                     {"alive", runner_alive},
-                     {"host", holder ? holder->host : ""},
-                     {"started_at", holder ? holder->started_at : 0.0},
-                     {"policy", store.meta("policy").value_or("")},
-                     {"executor", store.meta("executor").value_or("")}};
-    out["rounds"] = last;
-    if (round) out["last_round"] = {{"round", round->round}, {"started_at", round->started_at},
-                                    {"decision_ms", round->decision_ms},
-                                    {"allocations", json::parse(round->allocations, nullptr, false)}};
-    out["jobs"] = json::array();
-    for (const auto& j : jobs) {
-      json copies = json::array();
-      for (const auto* l : by_job[j.id]) {
-        json procs = json::array();
-        for (const auto& p : l->procs)
-          procs.push_back({{"node", p.node_name}, {"gpus", p.gpus}, {"gpu_ids", p.gpu_ids}, {"pid", p.pid}});
-        copies.push_back({{"launch", l->id}, {"copy", l->copy}, {"state", l->state},
-                          {"iterations", l->iterations}, {"procs", procs}});
-      }
-      out["jobs"].push_back({{"id", j.id}, {"name", j.name}, {"state", j.state}, {"job_type", j.job_type},
-                             {"gpus", j.gpus}, {"iterations", j.iterations},
-                             {"iterations_done", j.iterations_done}, {"progress", done_of(j)},
-                             {"checkpoint", j.checkpoint}, {"epoch", j.epoch}, {"failures", j.failures},
-                             {"last_error", j.last_error}, {"cancel_requested", j.cancel_requested},
-                             {"command", j.command}, {"copies", copies}});
+json status_json(const StatusView& v) {
+  json out;
+  out["runner"] = {{"pid", std::atoll(v.pid.c_str())},
+                   {"alive", v.holder.has_value()},
+                   {"host", v.holder ? v.holder->host : ""},
+                   {"started_at", v.holder ? v.holder->started_at : 0.0},
+                   {"policy", v.policy},
+                   {"executor", v.executor}};
+  out["rounds"] = v.last_round;
+  if (v.round) out["last_round"] = {{"round", v.round->round}, {"started_at", v.round->started_at},
+                                    {"decision_ms", v.round->decision_ms},
+                                    {"allocations", json::parse(v.round->allocations, nullptr, false)}};
+  out["jobs"] = json::array();
+  for (const auto& j : v.jobs) {
+    json copies = json::array();
+    for (const auto* l : v.launches_of(j.id)) {
+      json procs = json::array();
+      for (const auto& p : l->procs)
+        procs.push_back({{"node", p.node_name}, {"gpus", p.gpus}, {"gpu_ids", p.gpu_ids}, {"pid", p.pid}});
+      copies.push_back({{"launch", l->id}, {"copy", l->copy}, {"state", l->state},
+                        {"iterations", l->iterations}, {"procs", procs}});
     }
-    out["nodes"] = json::array();
-    for (const Node& n : cluster.nodes)
-      out["nodes"].push_back({{"name", n.name}, {"address", n.address}, {"gpu_type", n.gpu_type},
-                              {"gpus", n.gpus}, {"used", used[n.name]}});
-    std::cout << out.dump(2) << "\n";
-    return 0;
+    out["jobs"].push_back({{"id", j.id}, {"name", j.name}, {"state", j.state}, {"job_type", j.job_type},
+                           {"gpus", j.gpus}, {"iterations", j.iterations},
+                           {"iterations_done", j.iterations_done}, {"progress", v.done_of(j)},
+                           {"checkpoint", j.checkpoint}, {"epoch", j.epoch}, {"failures", j.failures},
+                           {"last_error", j.last_error}, {"cancel_requested", j.cancel_requested},
+                           {"command", j.command}, {"copies", copies}});
   }
-  std::cout << "runner: " << (runner_alive ? "running (" + holder->text() + ")" : std::string("not running"))
-            << ", policy " << store.meta("policy").value_or("-") << ", executor "
-            << store.meta("executor").value_or("-") << ", rounds " << last << "\n\n";
+  out["nodes"] = json::array();
+  for (const Node& n : v.cluster.nodes) {
+    const auto it = v.used.find(n.name);
+    out["nodes"].push_back({{"name", n.name}, {"address", n.address}, {"gpu_type", n.gpu_type},
+                            {"gpus", n.gpus}, {"used", it == v.used.end() ? 0 : it->second}});
+  }
+  return out;
+}
+
+void print_status(const StatusView& v) {
+  std::cout << "runner: " << (v.holder ? "running (" + v.holder->text() + ")" : std::string("not running"))
+            << ", policy " << (v.policy.empty() ? "-" : v.policy) << ", executor "
+            << (v.executor.empty() ? "-" : v.executor) << ", rounds " << v.last_round << "\n\n";
   Table t({"job", "name", "state", "gpus", "done", "total", "copies", "placement", "failures"});
-  for (const auto& j : jobs) {
+  for (const auto& j : v.jobs) {
     std::string where;
     int copies = 0;
-    for (const auto* l : by_job[j.id]) {
+    for (const auto* l : v.launches_of(j.id)) {
       if (l->state != "running" && l->state != "stopping") continue;
       ++copies;
       for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + std::to_string(p.gpus);
     }
-    t.add({std::to_string(j.id), printable(j.name), j.state, std::to_string(j.gpus), num(std::floor(done_of(j))),
+    t.add({std::to_string(j.id), printable(j.name), j.state, std::to_string(j.gpus), num(std::floor(v.done_of(j))),
            num(j.iterations), std::to_string(copies), where.empty() ? "-" : where, std::to_string(j.failures)});
   }
   t.print(std::cout);
-  if (!cluster.nodes.empty()) {
+  if (!v.cluster.nodes.empty()) {
     std::cout << "\n";
     Table n({"node", "gpu type", "gpus", "used"});
-    for (const Node& node : cluster.nodes)
-      n.add({node.name, node.gpu_type, std::to_string(node.gpus), std::to_string(used[node.name])});
+    for (const Node& node : v.cluster.nodes) {
+      const auto it = v.used.find(node.name);
+      n.add({node.name, node.gpu_type, std::to_string(node.gpus), std::to_string(it == v.used.end() ? 0 : it->second)});
+    }
     n.print(std::cout);
   }
+}
+
+}  // namespace
+
+int cmd_status(const std::vector<std::string>& args) {
+  std::string db_path;
+  bool as_json = false;
+  po::options_description opts("options");
+  opts.add_options()
+      ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
+      ("json", po::bool_switch(&as_json), "machine-readable output");
+  po::variables_map vm;
+  if (!parse("cellsched status [--db PATH] [--json]", args, opts, {}, vm)) return 0;
+  require_db(db_path);
+  StatusView v;
+  read_status(v, db_path);
+  if (as_json) std::cout << status_json(v).dump(2) << "\n";
+  else print_status(v);
   return 0;
 }
 
