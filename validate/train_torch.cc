@@ -55,6 +55,61 @@ void sgd_step(std::vector<Tensor>& params, Tensor& grad_buffer, double lr) {
   if (grad_buffer.defined()) grad_buffer.zero_();
 }
 
+// Every parameter's gradient becomes a view into one flat buffer (as DDP's
+// gradient_as_bucket_view): backward accumulates into it, and the all-reduce
+// works on it in place, with no packing copies.
+Tensor flat_gradients(Stage& st) {
+  int64_t total = 0;
+  for (auto& p : st.params) total += p.numel();
+  Tensor buffer = torch::zeros({total});
+  int64_t off = 0;
+  for (auto& p : st.params) {
+    p.mutable_grad() = buffer.narrow(0, off, p.numel()).view_as(p);
+    off += p.numel();
+  }
+  return buffer;
+}
+
+// Pipeline stage 0: forward every micro-batch, then the backwards. Sends
+// complete only when stage 1 takes them, and stage 1 sends a gradient back
+// after each micro-batch: the sends are posted without waiting, so neither
+// side blocks the other.
+void pipeline_first_stage(Stage& st, ::c10d::ProcessGroupGloo& pg, int mb, int micro_batches, const Tensor& probe) {
+  std::vector<Tensor> outs;
+  std::vector<std::vector<Tensor>> sent;
+  std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
+  sent.reserve(static_cast<size_t>(micro_batches));
+  for (int b = 0; b < micro_batches; ++b) {
+    Tensor y = st.forward(st.layers.front().input(mb));
+    sent.push_back({y.detach().contiguous()});
+    pending.push_back(pg.send(sent.back(), 1, b));
+    outs.push_back(y);
+  }
+  for (int b = 0; b < micro_batches; ++b) {
+    std::vector<Tensor> g{torch::empty_like(probe)};
+    pg.recv(g, 1, 1000 + b)->wait();
+    outs[static_cast<size_t>(b)].backward(g[0]);
+  }
+  for (auto& w : pending) w->wait();
+}
+
+// Pipeline stage 1: receive, forward, backward, send the input's gradient back.
+void pipeline_last_stage(Stage& st, ::c10d::ProcessGroupGloo& pg, int micro_batches, const Tensor& probe) {
+  std::vector<std::vector<Tensor>> sent;
+  std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
+  sent.reserve(static_cast<size_t>(micro_batches));
+  for (int b = 0; b < micro_batches; ++b) {
+    std::vector<Tensor> x{torch::empty_like(probe)};
+    pg.recv(x, 0, b)->wait();
+    Tensor in = x[0].requires_grad_(true);
+    Tensor y = st.forward(in);
+    profiler::training_loss(y).backward();
+    sent.push_back({in.grad().contiguous()});
+    pending.push_back(pg.send(sent.back(), 0, 1000 + b));
+  }
+  for (auto& w : pending) w->wait();
+}
+
 }  // namespace
 
 bool available() { return true; }
@@ -87,17 +142,7 @@ int run_worker(const WorkerArgs& a) {
     probe = (a.rank == 0 ? st : s0).forward(profiler::build_torch_layer(m, 0).input(mb));
   }
   // dp: every parameter's gradient is a view into one flat buffer.
-  Tensor grad_buffer;
-  if (a.mode == "dp") {
-    int64_t total = 0;
-    for (auto& p : st.params) total += p.numel();
-    grad_buffer = torch::zeros({total});
-    int64_t off = 0;
-    for (auto& p : st.params) {
-      p.mutable_grad() = grad_buffer.narrow(0, off, p.numel()).view_as(p);
-      off += p.numel();
-    }
-  }
+  Tensor grad_buffer = a.mode == "dp" ? flat_gradients(st) : Tensor();
   std::vector<double> times, compute, sync, step;
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
@@ -119,40 +164,10 @@ int run_worker(const WorkerArgs& a) {
         pg->allreduce(flat)->wait();
         sync_ms = ms_since(ts);
       }
-    } else if (a.rank == 0) {  // stage 0: forward every micro-batch, then the backwards
-      // Sends complete only when stage 1 takes them, and stage 1 sends a
-      // gradient back after each micro-batch: post the sends without waiting,
-      // so neither side blocks the other.
-      std::vector<Tensor> outs;
-      std::vector<std::vector<Tensor>> sent;
-      std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
-      sent.reserve(static_cast<size_t>(a.micro_batches));
-      for (int b = 0; b < a.micro_batches; ++b) {
-        Tensor y = st.forward(st.layers.front().input(mb));
-        sent.push_back({y.detach().contiguous()});
-        pending.push_back(pg->send(sent.back(), 1, b));
-        outs.push_back(y);
-      }
-      for (int b = 0; b < a.micro_batches; ++b) {
-        std::vector<Tensor> g{torch::empty_like(probe)};
-        pg->recv(g, 1, 1000 + b)->wait();
-        outs[static_cast<size_t>(b)].backward(g[0]);
-      }
-      for (auto& w : pending) w->wait();
-    } else {  // stage 1: receive, forward, backward, send the input's gradient back
-      std::vector<std::vector<Tensor>> sent;
-      std::vector<c10::intrusive_ptr<::c10d::Work>> pending;
-      sent.reserve(static_cast<size_t>(a.micro_batches));
-      for (int b = 0; b < a.micro_batches; ++b) {
-        std::vector<Tensor> x{torch::empty_like(probe)};
-        pg->recv(x, 0, b)->wait();
-        Tensor in = x[0].requires_grad_(true);
-        Tensor y = st.forward(in);
-        profiler::training_loss(y).backward();
-        sent.push_back({in.grad().contiguous()});
-        pending.push_back(pg->send(sent.back(), 0, 1000 + b));
-      }
-      for (auto& w : pending) w->wait();
+    } else if (a.rank == 0) {
+      pipeline_first_stage(st, *pg, mb, a.micro_batches, probe);
+    } else {
+      pipeline_last_stage(st, *pg, a.micro_batches, probe);
     }
     const double before_step = ms_since(t0);
     const auto ts = Clock::now();
