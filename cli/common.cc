@@ -84,8 +84,12 @@ bool parse(const std::string& usage, const std::vector<std::string>& args,
            po::variables_map& vm) {
   po::options_description all(options);
   all.add_options()("help,h", "show this help");
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  if (vm.count("help")) {
+  // --help anywhere before a "--" asks for help, even where the option
+  // before it takes a value (`estimate --validate --help`).
+  const auto end = std::find(args.begin(), args.end(), "--");
+  const bool asked = std::any_of(args.begin(), end, [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (!asked) po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  if (asked || vm.count("help")) {
     std::ostringstream text;
     text << all;
     std::cout << "usage: " << usage << "\n\n" << shortest_defaults(text.str()) << "\n";

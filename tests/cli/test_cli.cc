@@ -54,6 +54,13 @@ TEST_F(Cli, HelpAndUnknownVerb) {
   EXPECT_NE(r.out.find("--throughputs"), std::string::npos);
   r = run({"simulate", "--bogus"});
   EXPECT_EQ(r.status, 2);
+  // --help after an option that takes a value is still a request for help.
+  r = run({"estimate", "--validate", "--help"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("--transfer-from"), std::string::npos);
+  r = run({"simulate", "--trace", "--help"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("--throughputs"), std::string::npos);
 }
 
 TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
