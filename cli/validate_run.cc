@@ -1,0 +1,107 @@
+// Running and measuring one configuration of `cellsched validate` (cli/validate_run.h).
+#include "cli/validate_run.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/stats.h"
+
+extern char** environ;
+
+namespace cellsched::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "/proc/self/exe" : p.string();
+}
+
+std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < base.world; ++r) {
+    validate::WorkerArgs a = base;
+    a.rank = r;
+    a.store_dir = dir.string();
+    a.out_path = (dir / ("rank" + std::to_string(r) + ".json")).string();
+    std::vector<std::string> argv{self_exe(), "validate", "worker"};
+    for (auto& s : validate::to_argv(a)) argv.push_back(s);
+    std::vector<char*> cargv;
+    for (auto& s : argv) cargv.push_back(s.data());
+    cargv.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, cargv[0], nullptr, nullptr, cargv.data(), environ) != 0)
+      throw std::runtime_error("cannot start a validate worker");
+    pids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t p : pids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (!ok) throw std::runtime_error("a validate worker failed (" + base.mode + ")");
+  std::vector<RankTimes> out;
+  for (int r = 0; r < base.world; ++r) {
+    std::ifstream f(dir / ("rank" + std::to_string(r) + ".json"));
+    const auto j = json::parse(f);
+    out.push_back({j.at("iteration_ms").get<std::vector<double>>(), j.at("compute_ms").get<std::vector<double>>(),
+                   j.at("sync_ms").get<std::vector<double>>(), j.at("step_ms").get<std::vector<double>>(),
+                   j.at("param_checksum").is_number() ? j.at("param_checksum").get<double>() : NAN});
+    if (!std::isfinite(out.back().param_checksum))
+      throw std::runtime_error("rank " + std::to_string(r) + " of the " + base.mode + " run diverged (weights not finite)");
+  }
+  fs::remove_all(dir);
+  return out;
+}
+
+std::string config_name(const Config& c) {
+  return c.mode == "single" ? "single process" : c.mode == "dp" ? "data-parallel (Gloo all-reduce)"
+                                                                : "2-stage pipeline (send/recv)";
+}
+
+Trial measure(const std::vector<RankTimes>& per_rank, const Config& c) {
+  auto slowest_of = [&](std::vector<double> RankTimes::*field) {
+    std::vector<double> v((per_rank[0].*field).size(), 0);
+    for (const auto& r : per_rank)
+      for (size_t i = 0; i < (r.*field).size() && i < v.size(); ++i) v[i] = std::max(v[i], (r.*field)[i]);
+    return median(v);
+  };
+  std::vector<double> collective, wait;
+  for (size_t i = 0; i < per_rank[0].sync.size(); ++i) {
+    double lo = per_rank[0].sync[i], hi = lo;
+    for (const auto& r : per_rank)
+      if (i < r.sync.size()) {
+        lo = std::min(lo, r.sync[i]);
+        hi = std::max(hi, r.sync[i]);
+      }
+    collective.push_back(lo);
+    wait.push_back(hi - lo);
+  }
+  Trial t{slowest_of(&RankTimes::iteration), slowest_of(&RankTimes::compute),
+          collective.empty() ? 0 : median(collective), slowest_of(&RankTimes::step),
+          wait.empty() ? 0 : median(wait), {}};
+  for (const auto& r : per_rank) t.checksums.push_back(r.param_checksum);
+  // Data-parallel replicas start equal and apply the same averaged
+  // gradients, so they must end equal; otherwise the run was not training.
+  if (c.mode == "dp")
+    for (const auto& r : per_rank)
+      if (std::abs(r.param_checksum - per_rank[0].param_checksum) > 1e-9 * std::abs(per_rank[0].param_checksum))
+        throw std::runtime_error("data-parallel replicas diverged (weights " + std::to_string(r.param_checksum) +
+                                 " vs " + std::to_string(per_rank[0].param_checksum) + ")");
+  return t;
+}
+
+}  // namespace cellsched::cli
