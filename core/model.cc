@@ -3,8 +3,6 @@
 // activation sizes. The profiler builds LibTorch modules from the same specs.
 #include "core/model.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -265,54 +263,6 @@ void autocast_fp32_bytes(ModelSpec& m, int bpv, double sign) {
   }
 }
 
-// Checks a family's parameters and builds its layers; `where` prefixes errors.
-void build(ModelSpec& m, const std::string& file, long line) {
-  auto need = [&](bool ok, const std::string& what) {
-    if (!ok) fail_input(file, line, m.name + ": " + what);
-  };
-  need(m.bytes_per_value == 2 || m.bytes_per_value == 4, "bytes_per_value must be 2 or 4");
-  m.layers.clear();
-  if (m.family == "gpt" || m.family == "moe") {
-    need(m.hidden > 0 && m.num_layers > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
-         "hidden, num_layers, heads, seq and vocab must be positive");
-    need(m.hidden % m.heads == 0, "hidden must be a multiple of heads");
-    if (m.family == "moe") {
-      need(m.experts > 0 && m.top_k > 0 && m.top_k <= m.experts,
-           "experts must be positive and 1 <= top_k <= experts");
-    }
-    add_gpt_layers(m);
-    autocast_fp32_bytes(m, m.bytes_per_value, +1);  // a model built at 16 bits
-  } else if (m.family == "wrn") {
-    need(m.width_factor > 0 && m.image >= 8 && m.classes > 0, "width_factor, image (>= 8) and classes must be positive");
-    if (m.image >= 128) {
-      need(m.depth == 50, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
-      need(m.image % 32 == 0, "image must be a multiple of 32");
-    } else {
-      need(m.depth == 18 || (m.depth >= 10 && (m.depth - 4) % 6 == 0),
-           "CIFAR WRN depth must be 6n + 4 (n >= 1), or 18 (the ResNet-18 layout)");
-      need(m.image % (m.depth == 18 ? 8 : 4) == 0, "image must be a multiple of 4 (8 for depth 18)");
-    }
-    add_wrn_layers(m);
-  } else if (m.family == "lstm") {
-    need(m.hidden > 0 && m.num_layers > 0 && m.seq > 0 && m.vocab > 0,
-         "hidden, num_layers, seq and vocab must be positive");
-    detail::add_lstm_layers(m);
-  } else if (m.family == "autoencoder") {
-    need(m.hidden > 0 && m.vocab > 0, "hidden and vocab (the items) must be positive");
-    detail::add_autoencoder_layers(m);
-  } else if (m.family == "cyclegan") {
-    need(m.image >= 16 && m.image % 16 == 0, "image must be a positive multiple of 16");
-    need(m.hidden > 0 && m.hidden <= 1024 && m.num_layers > 0,
-         "hidden (the generators' first channels, at most 1024) and num_layers (residual blocks) must be positive");
-    detail::add_cyclegan_layers(m);
-  } else if (m.family == "torchscript") {
-    need(!m.torchscript_path.empty(), "torchscript needs 'path'");
-  } else {
-    fail_input(file, line,
-               "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, cyclegan, torchscript)");
-  }
-}
-
 ModelSpec unfused(ModelSpec m) {
   m.attention = Attention::Unfused;
   return m;
@@ -375,7 +325,7 @@ const std::map<std::string, ModelSpec>& zoo() {
     v.push_back(moe("moe-tiny", 64, 4, 4, 32, 512, 4, 2));
     std::map<std::string, ModelSpec> out;
     for (ModelSpec& m : v) {
-      build(m, "<zoo>", 0);
+      detail::build_layers(m, "<zoo>", 0);
       out.emplace(m.name, std::move(m));
     }
     return out;
@@ -383,9 +333,59 @@ const std::map<std::string, ModelSpec>& zoo() {
   return z;
 }
 
-long line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
 }  // namespace
+
+namespace detail {
+
+void build_layers(ModelSpec& m, const std::string& file, long line) {
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) fail_input(file, line, m.name + ": " + what);
+  };
+  need(m.bytes_per_value == 2 || m.bytes_per_value == 4, "bytes_per_value must be 2 or 4");
+  m.layers.clear();
+  if (m.family == "gpt" || m.family == "moe") {
+    need(m.hidden > 0 && m.num_layers > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
+         "hidden, num_layers, heads, seq and vocab must be positive");
+    need(m.hidden % m.heads == 0, "hidden must be a multiple of heads");
+    if (m.family == "moe") {
+      need(m.experts > 0 && m.top_k > 0 && m.top_k <= m.experts,
+           "experts must be positive and 1 <= top_k <= experts");
+    }
+    add_gpt_layers(m);
+    autocast_fp32_bytes(m, m.bytes_per_value, +1);  // a model built at 16 bits
+  } else if (m.family == "wrn") {
+    need(m.width_factor > 0 && m.image >= 8 && m.classes > 0, "width_factor, image (>= 8) and classes must be positive");
+    if (m.image >= 128) {
+      need(m.depth == 50, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
+      need(m.image % 32 == 0, "image must be a multiple of 32");
+    } else {
+      need(m.depth == 18 || (m.depth >= 10 && (m.depth - 4) % 6 == 0),
+           "CIFAR WRN depth must be 6n + 4 (n >= 1), or 18 (the ResNet-18 layout)");
+      need(m.image % (m.depth == 18 ? 8 : 4) == 0, "image must be a multiple of 4 (8 for depth 18)");
+    }
+    add_wrn_layers(m);
+  } else if (m.family == "lstm") {
+    need(m.hidden > 0 && m.num_layers > 0 && m.seq > 0 && m.vocab > 0,
+         "hidden, num_layers, seq and vocab must be positive");
+    add_lstm_layers(m);
+  } else if (m.family == "autoencoder") {
+    need(m.hidden > 0 && m.vocab > 0, "hidden and vocab (the items) must be positive");
+    add_autoencoder_layers(m);
+  } else if (m.family == "cyclegan") {
+    need(m.image >= 16 && m.image % 16 == 0, "image must be a positive multiple of 16");
+    need(m.hidden > 0 && m.hidden <= 1024 && m.num_layers > 0,
+         "hidden (the generators' first channels, at most 1024) and num_layers (residual blocks) must be positive");
+    add_cyclegan_layers(m);
+  } else if (m.family == "torchscript") {
+    need(!m.torchscript_path.empty(), "torchscript needs 'path'");
+  } else {
+    fail_input(file, line,
+               "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, cyclegan, torchscript)");
+  }
+}
+
+}  // namespace detail
 
 std::vector<std::string> zoo_names() {
   std::vector<std::string> names;
@@ -400,89 +400,6 @@ ModelSpec model_by_name(const std::string& name) {
   for (const auto& n : zoo_names()) all += (all.empty() ? "" : ", ") + n;
   throw InputError("unknown model '" + name + "' (built-in: " + all +
                    "; or a .yaml description or a TorchScript .pt file)");
-}
-
-ModelSpec load_model_yaml(const std::string& path) {
-  const std::string text = detail::read_file(path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
-  }
-  if (!root.IsMap()) fail_input(path, root.IsNull() ? 0 : line_of(root), "expected a map with 'family' and its parameters");
-  ModelSpec m;
-  m.name = std::filesystem::path(path).stem().string();
-  std::set<std::string> seen;
-  const std::map<std::string, int ModelSpec::*> ints = {
-      {"hidden", &ModelSpec::hidden},       {"num_layers", &ModelSpec::num_layers},
-      {"heads", &ModelSpec::heads},         {"seq", &ModelSpec::seq},
-      {"vocab", &ModelSpec::vocab},         {"experts", &ModelSpec::experts},
-      {"top_k", &ModelSpec::top_k},         {"depth", &ModelSpec::depth},
-      {"width_factor", &ModelSpec::width_factor}, {"image", &ModelSpec::image},
-      {"classes", &ModelSpec::classes},     {"bytes_per_value", &ModelSpec::bytes_per_value},
-  };
-  for (const auto& kv : root) {
-    const std::string key = kv.first.Scalar();
-    const long line = line_of(kv.first);
-    if (!seen.insert(key).second) fail_input(path, line, "duplicate field '" + key + "'");
-    const YAML::Node& v = kv.second;
-    if (key == "input_shape") {
-      if (!v.IsSequence() || v.size() == 0) fail_input(path, line_of(v), "'input_shape' must be a non-empty list of integers");
-      for (const auto& d : v) {
-        const auto n = d.IsScalar() ? detail::to_int(d.Scalar()) : std::nullopt;
-        if (!n || *n <= 0 || *n > (1 << 24)) fail_input(path, line_of(d), "'input_shape' entries must be positive integers");
-        m.input_shape.push_back(static_cast<int>(*n));
-      }
-      continue;
-    }
-    if (!v.IsScalar()) fail_input(path, line_of(v), "'" + key + "' must be a scalar");
-    const std::string val(detail::trim(v.Scalar()));
-    if (key == "name") {
-      m.name = val;
-    } else if (key == "precision") {
-      try {
-        m.precision = parse_precision(val);
-      } catch (const InputError& e) {
-        fail_input(path, line_of(v), e.what());
-      }
-    } else if (key == "attention") {
-      const std::string a = detail::lower(val);
-      if (a == "auto") m.attention = Attention::Auto;
-      else if (a == "fused") m.attention = Attention::Fused;
-      else if (a == "unfused") m.attention = Attention::Unfused;
-      else fail_input(path, line_of(v), "attention must be auto, fused or unfused, got '" + val + "'");
-    } else if (key == "family") {
-      m.family = detail::lower(val);
-    } else if (key == "path") {
-      m.torchscript_path = val;
-      if (!m.torchscript_path.empty() && m.torchscript_path[0] != '/')
-        m.torchscript_path = (std::filesystem::path(path).parent_path() / val).string();
-    } else if (auto it = ints.find(key); it != ints.end()) {
-      const auto n = detail::to_int(val);
-      if (!n || *n < 0) fail_input(path, line_of(v), "'" + key + "' must be a non-negative integer, got '" + val + "'");
-      // Past the largest real models by a wide margin, and small enough that
-      // the layer list, the profiler's tensors and the estimator stay bounded
-      // (a num_layers of 388 million hung the reader: found by fuzz_model).
-      static const std::map<std::string, long long> most = {
-          {"hidden", 65536},  {"num_layers", 1024}, {"heads", 1024},   {"seq", 1 << 20},
-          {"vocab", 10000000}, {"experts", 4096},   {"top_k", 64},     {"depth", 1000},
-          {"width_factor", 64}, {"image", 4096},    {"classes", 1000000}, {"bytes_per_value", 8}};
-      if (*n > most.at(key))
-        fail_input(path, line_of(v), "'" + key + "' must be at most " + std::to_string(most.at(key)) + ", got " + val);
-      m.*(it->second) = static_cast<int>(*n);
-    } else {
-      fail_input(path, line, "unknown field '" + key + "'");
-    }
-  }
-  if (m.family.empty()) fail_input(path, line_of(root), "missing field 'family'");
-  if (m.precision != Precision::Default && seen.count("bytes_per_value") &&
-      m.bytes_per_value != bytes_per_value(m.precision))
-    fail_input(path, line_of(root), "bytes_per_value contradicts precision " + std::string(precision_name(m.precision)));
-  if (m.precision != Precision::Default) m.bytes_per_value = bytes_per_value(m.precision);
-  if (m.precision == Precision::Default && m.bytes_per_value == 2) m.precision = Precision::FP16;
-  build(m, path, line_of(root));
-  return m;
 }
 
 ModelSpec with_precision(ModelSpec m, Precision p) {

@@ -1,4 +1,5 @@
-// Layer builders shared by core/model.cc (GPT, MoE, WRN) and
+// Layer builders shared by core/model.cc (GPT, MoE, WRN, the build step),
+// core/model_yaml.cc (model files) and
 // core/model_gavel.cc (the LSTM language model and the recommendation
 // autoencoder of Gavel's measured table). Internal to core/.
 #pragma once
@@ -8,6 +9,9 @@
 #include "core/model.h"
 
 namespace cellsched::detail {
+
+// Checks a family's parameters and builds its layers (errors name file:line).
+void build_layers(ModelSpec& m, const std::string& file, long line);
 
 // Zoo entries of these families (layers are added by the zoo's build step).
 ModelSpec lstm(std::string name, int hidden, int layers, int seq, int vocab);
