@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -382,6 +383,26 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   EXPECT_EQ(h["summary"]["all"]["memory_rows"], 22);
   EXPECT_GT(h["rows"][0]["peak_memory_gib"].get<double>(), 0);
   EXPECT_GT(h["rows"][0]["estimated_memory_gib"].get<double>(), 0);
+  // Lambda's SQuAD fine-tuning rows, the only ones on an A10: every row within
+  // 25 % either way, and per model the measured order of the four types
+  // (H100 > A100-80 > V100 > A10 in sequences/s) reproduced.
+  r = run({"estimate", "--validate", examples("data/gpu_measurements/lambda.csv"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lam = nlohmann::json::parse(r.out);
+  ASSERT_EQ(lam["rows"].size(), 10u);
+  std::map<std::string, std::map<std::string, double>> est_rate;  // model -> type -> fp16 samples/s
+  for (const auto& row : lam["rows"]) {
+    EXPECT_GT(row["ratio"].get<double>(), 0.75) << row;
+    EXPECT_LT(row["ratio"].get<double>(), 1.25) << row;
+    if (row["precision"] == "fp16")
+      est_rate[row["model"]][row["gpu_type"]] = row["batch"].get<double>() / row["estimated_s"].get<double>();
+  }
+  ASSERT_EQ(est_rate.size(), 2u);
+  for (auto& [model, rate] : est_rate) {
+    EXPECT_GT(rate["h100"], rate["a100-80"]) << model;
+    EXPECT_GT(rate["a100-80"], rate["v100"]) << model;
+    EXPECT_GT(rate["v100"], rate["a10"]) << model;
+  }
   const std::string bad = write("bad.csv",
                                 "model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s\n"
                                 "resnet-18,64,fp32,v100,1,1,0.04\n"
