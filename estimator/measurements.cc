@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/parse_util.h"
 #include "core/stats.h"
+#include "core/trace_read.h"
 #include "estimator/estimator.h"
 
 namespace cellsched::estimator {
@@ -47,8 +48,12 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     const long ln = static_cast<long>(i) + 1;
     const std::string_view raw = detail::trim(lines[i]);
     if (raw.empty() || raw[0] == '#') continue;
+    // RFC 4180 fields, as the measured-cells table reads the same file
+    // (quoted fields may hold commas; a stray quote is an error).
     std::vector<std::string> f;
-    for (auto c : detail::split(raw, ',')) f.emplace_back(detail::trim(c));
+    std::string bad_quote;
+    if (!detail::split_csv(raw, f, bad_quote)) fail_input(path, ln, bad_quote);
+    for (std::string& c : f) c = std::string(detail::trim(c));
     if (header.empty()) {
       header = f;
       if (header.size() < kColumns.size() || !std::equal(kColumns.begin(), kColumns.end(), header.begin()))

@@ -389,7 +389,7 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   r = run({"estimate", "--validate", examples("data/gpu_measurements/lambda.csv"), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lam = nlohmann::json::parse(r.out);
-  ASSERT_EQ(lam["rows"].size(), 10u);
+  ASSERT_EQ(lam["rows"].size(), 16u);
   std::map<std::string, std::map<std::string, double>> est_rate;  // model -> type -> fp16 samples/s
   for (const auto& row : lam["rows"]) {
     EXPECT_GT(row["ratio"].get<double>(), 0.75) << row;
