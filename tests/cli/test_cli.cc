@@ -383,24 +383,28 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   EXPECT_EQ(h["summary"]["all"]["memory_rows"], 22);
   EXPECT_GT(h["rows"][0]["peak_memory_gib"].get<double>(), 0);
   EXPECT_GT(h["rows"][0]["estimated_memory_gib"].get<double>(), 0);
-  // Lambda's SQuAD fine-tuning rows, the only ones on an A10: every row within
-  // 25 % either way, and per model the measured order of the four types
-  // (H100 > A100-80 > V100 > A10 in sequences/s) reproduced.
+  // Lambda's SQuAD fine-tuning rows, the only ones on an A10 or an A40: every
+  // row within 30 % either way (the A40's TF32 rows, from a 2021 container,
+  // are 0.75-0.83), the median within 15 %, and per model the measured order
+  // of the types in fp16: H100 > A100-80 > A40, V100 > A10.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/lambda.csv"), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lam = nlohmann::json::parse(r.out);
-  ASSERT_EQ(lam["rows"].size(), 16u);
+  ASSERT_EQ(lam["rows"].size(), 20u);
+  EXPECT_LT(lam["summary"]["all"]["median_error"].get<double>(), 0.15);
   std::map<std::string, std::map<std::string, double>> est_rate;  // model -> type -> fp16 samples/s
   for (const auto& row : lam["rows"]) {
-    EXPECT_GT(row["ratio"].get<double>(), 0.75) << row;
-    EXPECT_LT(row["ratio"].get<double>(), 1.25) << row;
+    EXPECT_GT(row["ratio"].get<double>(), 0.7) << row;
+    EXPECT_LT(row["ratio"].get<double>(), 1.3) << row;
     if (row["precision"] == "fp16")
       est_rate[row["model"]][row["gpu_type"]] = row["batch"].get<double>() / row["estimated_s"].get<double>();
   }
   ASSERT_EQ(est_rate.size(), 2u);
   for (auto& [model, rate] : est_rate) {
     EXPECT_GT(rate["h100"], rate["a100-80"]) << model;
+    EXPECT_GT(rate["a100-80"], rate["a40"]) << model;
     EXPECT_GT(rate["a100-80"], rate["v100"]) << model;
+    EXPECT_GT(rate["a40"], rate["a10"]) << model;
     EXPECT_GT(rate["v100"], rate["a10"]) << model;
   }
   const std::string bad = write("bad.csv",
