@@ -66,6 +66,48 @@ void require_db(const std::string& path) {
   if (!fs::exists(path)) throw InputError(path + ": no such database (start `cellsched run --db " + path + "`)");
 }
 
+// Finite and in range, with the range in the message (nan fails every comparison).
+void check_run_options(const runner::RunnerOptions& o) {
+  if (!(o.round_s >= 1 && o.round_s <= 1e6)) throw InputError("--round must be in [1, 1e6] seconds (got " + num(o.round_s) + ")");
+  if (!(o.grace_s >= 0 && o.grace_s <= 3600)) throw InputError("--grace must be in [0, 3600] seconds (got " + num(o.grace_s) + ")");
+  if (!(o.poll_s >= 0.01 && o.poll_s <= 60)) throw InputError("--poll must be in [0.01, 60] seconds (got " + num(o.poll_s) + ")");
+  if (!(o.restart_s >= 0 && o.restart_s <= 1e6))
+    throw InputError("--restart must be in [0, 1e6] seconds (got " + num(o.restart_s) + ")");
+  if (!(o.prior_per_gpu > 0 && o.prior_per_gpu <= 1e9))
+    throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
+  check_policy_settings(o.policy_settings);
+  if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
+}
+
+// A known policy, or a schedule to replay (checked before anything runs: a
+// bad file or a node the list lacks is bad input).
+void choose_policy(runner::RunnerOptions& o, const Cluster& cluster) {
+  if (!o.schedule_path.empty()) {
+    const Schedule s = load_schedule(o.schedule_path);
+    make_replay(s, cluster, o.schedule_offset);
+    o.policy = "replay:" + s.policy;
+    return;
+  }
+  for (const std::string& n : policy_names())
+    if (n == o.policy) return;
+  throw InputError("unknown policy '" + o.policy + "' (" + all_policies() + ")");
+}
+
+// A restart with a smaller node list: an open job that no longer fits would
+// wait forever. Bad input, before anything changes.
+void check_open_jobs_fit(const db::OnlineStore& store, const Cluster& cluster, const std::string& nodes,
+                         const std::string& db_path) {
+  std::string too_big;
+  for (const db::OnlineJob& j : store.jobs(true))
+    if (j.gpus > cluster.total_gpus())
+      too_big += (too_big.empty() ? "" : ", ") + std::string("job ") + std::to_string(j.id) + " (" +
+                 std::to_string(j.gpus) + " GPUs)";
+  if (!too_big.empty())
+    throw InputError(nodes + ": the node list has " + std::to_string(cluster.total_gpus()) +
+                     " GPUs, too few for " + too_big + " of " + db_path +
+                     "; give a larger node list or `cellsched cancel` the job");
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -105,31 +147,11 @@ int cmd_run(const std::vector<std::string>& args) {
   add_hadar_options(opts, &o.policy_settings);
   po::variables_map vm;
   if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
-  // Finite and in range, with the range in the message (nan fails every comparison).
-  if (!(o.round_s >= 1 && o.round_s <= 1e6)) throw InputError("--round must be in [1, 1e6] seconds (got " + num(o.round_s) + ")");
-  if (!(o.grace_s >= 0 && o.grace_s <= 3600)) throw InputError("--grace must be in [0, 3600] seconds (got " + num(o.grace_s) + ")");
-  if (!(o.poll_s >= 0.01 && o.poll_s <= 60)) throw InputError("--poll must be in [0.01, 60] seconds (got " + num(o.poll_s) + ")");
-  if (!(o.restart_s >= 0 && o.restart_s <= 1e6))
-    throw InputError("--restart must be in [0, 1e6] seconds (got " + num(o.restart_s) + ")");
-  if (!(o.prior_per_gpu > 0 && o.prior_per_gpu <= 1e9))
-    throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
+  check_run_options(o);
   o.fork_scaling = fork_model_arg(o.fork_efficiency, fork_scaling).scaling;
-  check_policy_settings(o.policy_settings);
-  if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
   const Cluster cluster = load_cluster(nodes);
   runner::validate_nodes(cluster, nodes);
-  if (!o.schedule_path.empty()) {
-    // Checked before anything runs: a bad file or a node the list lacks is bad input.
-    const Schedule s = load_schedule(o.schedule_path);
-    make_replay(s, cluster, o.schedule_offset);
-    o.policy = "replay:" + s.policy;
-  }
-  {
-    bool known = false;
-    for (const std::string& n : policy_names()) known = known || n == o.policy;
-    known = known || !o.schedule_path.empty();
-    if (!known) throw InputError("unknown policy '" + o.policy + "' (" + all_policies() + ")");
-  }
+  choose_policy(o, cluster);
   eo.kind = executor_kind;
   eo.ssh_options = ssh_options;
   const auto executor = runner::make_executor(eo);
@@ -147,19 +169,7 @@ int cmd_run(const std::vector<std::string>& args) {
   auto lock = runner::RunnerLock::acquire(db_path, &holder);
   if (!lock) throw InputError(db_path + ": another runner uses this state database (" + holder.text() + ")");
   db::OnlineStore store = db::OnlineStore::open(db_path);
-  // A restart with a smaller node list: an open job that no longer fits would
-  // wait forever. Bad input, before anything changes.
-  {
-    std::string too_big;
-    for (const db::OnlineJob& j : store.jobs(true))
-      if (j.gpus > cluster.total_gpus())
-        too_big += (too_big.empty() ? "" : ", ") + std::string("job ") + std::to_string(j.id) + " (" +
-                   std::to_string(j.gpus) + " GPUs)";
-    if (!too_big.empty())
-      throw InputError(nodes + ": the node list has " + std::to_string(cluster.total_gpus()) +
-                       " GPUs, too few for " + too_big + " of " + db_path +
-                       "; give a larger node list or `cellsched cancel` the job");
-  }
+  check_open_jobs_fit(store, cluster, nodes, db_path);
   // The lease in the store, for a runner on another host (past the OS lock's
   // reach on a shared filesystem); stale after a minute plus two grace periods.
   runner::take_lease(store, 60 + 2 * o.grace_s);
@@ -177,6 +187,72 @@ int cmd_run(const std::vector<std::string>& args) {
   if (o.log) o.log(g_stop.load() ? "stopped by signal" : "done");
   return 0;
 }
+
+namespace {
+
+// The job's own fields: counts in range, names printable, model and job type
+// filled in from each other.
+void check_job(db::OnlineJob& j) {
+  // Iterations count things: whole numbers up to 2^53 (where doubles stop counting by ones).
+  if (!(j.iterations >= 1 && j.iterations <= 9007199254740992.0) || j.iterations != std::floor(j.iterations))
+    throw InputError("--iterations must be a whole number in [1, 2^53] (got " + num(j.iterations) + ")");
+  if (j.gpus <= 0) throw InputError("--gpus must be positive (got " + std::to_string(j.gpus) + ")");
+  if (!(j.weight > 0) || !std::isfinite(j.weight) || j.weight > 1e6)
+    throw InputError("--weight must be a positive number up to 1e6 (got " + num(j.weight) + ")");
+  if (j.batch_size < 0) throw InputError("--batch must not be negative");
+  for (const std::string* text : {&j.name, &j.job_type, &j.model})
+    for (unsigned char ch : *text)
+      if (ch < 0x20 || ch == 0x7f)
+        throw InputError("--name, --job-type and --model must be one line of printable text (got a control "
+                         "character in '" + printable(*text) + "')");
+  if (j.job_type.empty() && !j.model.empty())
+    j.job_type = j.batch_size > 0 ? j.model + " (batch size " + std::to_string(j.batch_size) + ")" : j.model;
+  if (j.model.empty() && !j.job_type.empty()) {
+    const auto [model, batch] = split_job_type(j.job_type);
+    j.model = model;
+    if (j.batch_size == 0) j.batch_size = batch;
+  }
+}
+
+// Checks against what the runner announced: its executor (a local command
+// must be an executable file here) and its node list (the gang must fit).
+void check_against_runner(const db::OnlineStore& store, const db::OnlineJob& j, const std::vector<std::string>& command) {
+  const std::string executor = store.meta("executor").value_or("local");
+  if (executor == "local") {
+    const std::string exe = command[0].find('/') == std::string::npos
+                                ? runner::find_executable(command[0])
+                                : (fs::path(j.workdir) / command[0]).string();
+    if (exe.empty() || access(exe.c_str(), X_OK) != 0 || fs::is_directory(exe))
+      throw InputError("command '" + command[0] + "' is not an executable file here (not found in PATH, a directory, or not executable)");
+  }
+  if (const auto nodes = store.meta("nodes")) {
+    // The runner's node list is stored as YAML; count its GPUs.
+    int total = 0;
+    std::istringstream in(*nodes);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto p = line.find("gpus:");
+      if (p != std::string::npos) total += std::atoi(line.c_str() + p + 5);
+    }
+    if (total > 0 && j.gpus > total)
+      throw InputError("--gpus " + std::to_string(j.gpus) + " is more than the runner's " +
+                       std::to_string(total) + " GPUs");
+  }
+}
+
+// Empty: the runner uses <work dir>/job-<id>. Given: a directory, or one that
+// can be made under an existing parent (nothing is created here).
+std::string checkpoint_dir(const std::string& given) {
+  if (given.empty()) return given;
+  const fs::path d = fs::absolute(given).lexically_normal();
+  std::error_code ec;
+  const bool ok = fs::exists(d, ec) ? fs::is_directory(d, ec) : fs::is_directory(d.parent_path(), ec);
+  if (!ok)
+    throw InputError("--checkpoint-dir " + d.string() + ": must be a directory, or a new one under an existing directory");
+  return d.string();
+}
+
+}  // namespace
 
 int cmd_submit(const std::vector<std::string>& all_args) {
   // Everything after `--` is the command, untouched.
@@ -207,63 +283,14 @@ int cmd_submit(const std::vector<std::string>& all_args) {
   if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
   if (command.empty()) throw InputError("no command: put it after `--`, e.g. `-- python3 train.py`");
   if (command[0].empty()) throw InputError("the command name is empty");
-  // Iterations count things: whole numbers up to 2^53 (where doubles stop counting by ones).
-  if (!(j.iterations >= 1 && j.iterations <= 9007199254740992.0) || j.iterations != std::floor(j.iterations))
-    throw InputError("--iterations must be a whole number in [1, 2^53] (got " + num(j.iterations) + ")");
-  if (j.gpus <= 0) throw InputError("--gpus must be positive (got " + std::to_string(j.gpus) + ")");
-  if (!(j.weight > 0) || !std::isfinite(j.weight) || j.weight > 1e6)
-    throw InputError("--weight must be a positive number up to 1e6 (got " + num(j.weight) + ")");
-  if (j.batch_size < 0) throw InputError("--batch must not be negative");
-  for (const std::string* text : {&j.name, &j.job_type, &j.model})
-    for (unsigned char ch : *text)
-      if (ch < 0x20 || ch == 0x7f)
-        throw InputError("--name, --job-type and --model must be one line of printable text (got a control "
-                         "character in '" + printable(*text) + "')");
-  if (j.job_type.empty() && !j.model.empty())
-    j.job_type = j.batch_size > 0 ? j.model + " (batch size " + std::to_string(j.batch_size) + ")" : j.model;
-  if (j.model.empty() && !j.job_type.empty()) {
-    const auto [model, batch] = split_job_type(j.job_type);
-    j.model = model;
-    if (j.batch_size == 0) j.batch_size = batch;
-  }
+  check_job(j);
   j.workdir = fs::absolute(j.workdir.empty() ? fs::current_path() : fs::path(j.workdir)).lexically_normal().string();
   if (!fs::is_directory(j.workdir)) throw InputError("--workdir " + j.workdir + ": no such directory");
   db::OnlineStore store = db::OnlineStore::open(db_path);
-  // Checks against what the runner announced (its node list and executor).
-  const std::string executor = store.meta("executor").value_or("local");
-  if (executor == "local") {
-    const std::string exe = command[0].find('/') == std::string::npos
-                                ? runner::find_executable(command[0])
-                                : (fs::path(j.workdir) / command[0]).string();
-    if (exe.empty() || access(exe.c_str(), X_OK) != 0 || fs::is_directory(exe))
-      throw InputError("command '" + command[0] + "' is not an executable file here (not found in PATH, a directory, or not executable)");
-  }
-  if (const auto nodes = store.meta("nodes")) {
-    // The runner's node list is stored as YAML; count its GPUs.
-    int total = 0;
-    std::istringstream in(*nodes);
-    std::string line;
-    while (std::getline(in, line)) {
-      const auto p = line.find("gpus:");
-      if (p != std::string::npos) total += std::atoi(line.c_str() + p + 5);
-    }
-    if (total > 0 && j.gpus > total)
-      throw InputError("--gpus " + std::to_string(j.gpus) + " is more than the runner's " +
-                       std::to_string(total) + " GPUs");
-  }
+  check_against_runner(store, j, command);
   j.command = command;
   j.submitted_at = unix_now();
-  // Empty: the runner uses <work dir>/job-<id>. Given: a directory, or one that
-  // can be made under an existing parent (nothing is created here).
-  if (!j.checkpoint_dir.empty()) {
-    const fs::path d = fs::absolute(j.checkpoint_dir).lexically_normal();
-    std::error_code ec;
-    const bool ok = fs::exists(d, ec) ? fs::is_directory(d, ec) : fs::is_directory(d.parent_path(), ec);
-    if (!ok)
-      throw InputError("--checkpoint-dir " + d.string() +
-                       ": must be a directory, or a new one under an existing directory");
-    j.checkpoint_dir = d.string();
-  }
+  j.checkpoint_dir = checkpoint_dir(j.checkpoint_dir);
   store.submit(j);
   if (as_json) {
     std::cout << json{{"id", j.id}, {"name", j.name}, {"state", j.state}}.dump() << "\n";
