@@ -144,34 +144,7 @@ std::string self_dir() {
   return ec ? "." : p.parent_path().string();
 }
 
-}  // namespace
-
-int cmd_validate_fork(const std::vector<std::string>& args) {
-  po::options_description opt("validate fork options");
-  std::string copies_s, trainer, work;
-  int seeds = 3;
-  double ratio = 1e-3;
-  ForkRun r;
-  opt.add_options()
-      ("copies", po::value(&copies_s)->default_value("2,4"), "forked copy counts k, compared with one gang")
-      ("seeds", po::value(&seeds)->default_value(3), "seeds (model, task and data) per k")
-      ("round-iterations", po::value(&r.round_iterations)->default_value(25), "iterations each gang trains per round")
-      ("target-ratio", po::value(&ratio)->default_value(1e-3), "target held-out loss, as a fraction of the initial one")
-      ("max-rounds", po::value(&r.max_rounds)->default_value(100), "give up after this many rounds")
-      ("lr", po::value(&r.lr)->default_value(0.05, "0.05"), "SGD learning rate of every gang")
-      ("batch", po::value(&r.batch)->default_value(64), "training samples per iteration of every gang (1..1000000)")
-      ("label-noise", po::value(&r.label_noise)->default_value(0.01, "0.01"),
-       "standard deviation of the noise on the training labels (0..1000); the held-out set keeps 0.01")
-      ("trainer", po::value(&trainer), "example trainer to run: the LibTorch one (default: cellsched_example_trainer "
-       "beside cellsched) or the PyTorch one (examples/trainers/train.py)")
-      ("work-dir", po::value(&work), "scratch directory (default: a fresh one under the system temp dir)")
-      ("json", "print JSON");
-  po::variables_map vm;
-  if (!parse("cellsched validate fork [--copies 2,4] [--seeds N] [--round-iterations N] [--batch N] "
-             "[--label-noise S] [--json]",
-             args, opt, {}, vm))
-    return 0;
-  const std::vector<int> copies = parse_copies(copies_s);
+void check_fork_options(const ForkRun& r, int seeds, double ratio) {
   if (seeds < 1 || seeds > 1000) throw InputError("--seeds must be in 1..1000");
   if (r.round_iterations < 1 || r.round_iterations > 1000000)
     throw InputError("--round-iterations must be in 1..1000000");
@@ -180,40 +153,32 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
   if (!(r.lr > 0 && r.lr <= 10)) throw InputError("--lr must be in (0, 10]");
   if (r.batch < 1 || r.batch > 1000000) throw InputError("--batch must be in 1..1000000");
   if (!(r.label_noise >= 0 && r.label_noise <= 1000)) throw InputError("--label-noise must be in [0, 1000]");
-  r.trainer = trainer.empty() ? self_dir() + "/cellsched_example_trainer" : trainer;
-  std::unique_ptr<runner::CheckpointAverager> avg;
-#if defined(CELLSCHED_HAVE_TORCH)
-  avg = runner::make_torch_averager();
-#endif
-  if (!avg || !fs::exists(r.trainer)) {
-    std::cerr << "cellsched validate fork: needs LibTorch and the example trainer (" << r.trainer
-              << "; build target cellsched_example_trainer or pass --trainer)\n";
-    return 1;
-  }
-  const bool own_dir = work.empty();
-  r.dir = own_dir ? fs::temp_directory_path() / ("cellsched-fork-" + std::to_string(::getpid())) : fs::path(work);
-  fs::create_directories(r.dir);
+}
 
-  nlohmann::json out = {{"trainer", r.trainer}, {"round_iterations", r.round_iterations},
-                        {"target_ratio", ratio}, {"lr", r.lr}, {"batch", r.batch},
-                        {"label_noise", r.label_noise}, {"seeds", seeds}, {"results", nlohmann::json::array()}};
-  // iterations[seed][k index]
+// Iterations to the target of every seed and copy count: [seed][k index],
+// -1 where the target was not reached. One gang (the first k) must reach it.
+std::vector<std::vector<double>> measure_iterations(const ForkRun& r, runner::CheckpointAverager& avg, int seeds,
+                                                    double ratio, const std::vector<int>& copies) {
   std::vector<std::vector<double>> its(static_cast<size_t>(seeds), std::vector<double>(copies.size(), -1));
   for (int s = 0; s < seeds; ++s) {
     const double target = ratio * eval_loss(r, s, "");
     for (size_t i = 0; i < copies.size(); ++i) {
       show_progress("validate fork: seed " + std::to_string(s + 1) + " of " + std::to_string(seeds) + ", " +
                     std::to_string(copies[i]) + (copies[i] == 1 ? " gang" : " copies") + " training to the target");
-      its[static_cast<size_t>(s)][i] = iterations_to_target(r, *avg, s, copies[i], target);
+      its[static_cast<size_t>(s)][i] = iterations_to_target(r, avg, s, copies[i], target);
     }
     if (its[static_cast<size_t>(s)][0] < 0)
       throw std::runtime_error("one gang did not reach the target within --max-rounds (seed " +
                                std::to_string(s) + ")");
   }
-  clear_progress();
-  if (own_dir) fs::remove_all(r.dir);
+  return its;
+}
 
-  const bool json = vm.count("json") > 0;
+// Efficiency per k (mean, sd, min, max over the seeds) into `out` and, unless
+// json, as a table; the noise model fitted on the smallest k > 1 and what it
+// then predicts for the other k: how well one --fork-efficiency describes all.
+void report_efficiency(nlohmann::json& out, const std::vector<std::vector<double>>& its,
+                       const std::vector<int>& copies, bool json) {
   if (!json) std::cout << "k  efficiency mean  sd     min    max    iterations to target per seed (one gang: k=1)\n";
   // The noise model (core/fork.h) fitted on the smallest k > 1, and what it
   // then predicts for the other k: how well one --fork-efficiency describes all.
@@ -258,6 +223,60 @@ int cmd_validate_fork(const std::vector<std::string>& args) {
         std::cout << " " << row["noise_model_efficiency"].get<double>() << " at k=" << row["copies"].get<int>();
     std::cout << "\n";
   }
+}
+
+}  // namespace
+
+int cmd_validate_fork(const std::vector<std::string>& args) {
+  po::options_description opt("validate fork options");
+  std::string copies_s, trainer, work;
+  int seeds = 3;
+  double ratio = 1e-3;
+  ForkRun r;
+  opt.add_options()
+      ("copies", po::value(&copies_s)->default_value("2,4"), "forked copy counts k, compared with one gang")
+      ("seeds", po::value(&seeds)->default_value(3), "seeds (model, task and data) per k")
+      ("round-iterations", po::value(&r.round_iterations)->default_value(25), "iterations each gang trains per round")
+      ("target-ratio", po::value(&ratio)->default_value(1e-3), "target held-out loss, as a fraction of the initial one")
+      ("max-rounds", po::value(&r.max_rounds)->default_value(100), "give up after this many rounds")
+      ("lr", po::value(&r.lr)->default_value(0.05, "0.05"), "SGD learning rate of every gang")
+      ("batch", po::value(&r.batch)->default_value(64), "training samples per iteration of every gang (1..1000000)")
+      ("label-noise", po::value(&r.label_noise)->default_value(0.01, "0.01"),
+       "standard deviation of the noise on the training labels (0..1000); the held-out set keeps 0.01")
+      ("trainer", po::value(&trainer), "example trainer to run: the LibTorch one (default: cellsched_example_trainer "
+       "beside cellsched) or the PyTorch one (examples/trainers/train.py)")
+      ("work-dir", po::value(&work), "scratch directory (default: a fresh one under the system temp dir)")
+      ("json", "print JSON");
+  po::variables_map vm;
+  if (!parse("cellsched validate fork [--copies 2,4] [--seeds N] [--round-iterations N] [--batch N] "
+             "[--label-noise S] [--json]",
+             args, opt, {}, vm))
+    return 0;
+  const std::vector<int> copies = parse_copies(copies_s);
+  check_fork_options(r, seeds, ratio);
+  r.trainer = trainer.empty() ? self_dir() + "/cellsched_example_trainer" : trainer;
+  std::unique_ptr<runner::CheckpointAverager> avg;
+#if defined(CELLSCHED_HAVE_TORCH)
+  avg = runner::make_torch_averager();
+#endif
+  if (!avg || !fs::exists(r.trainer)) {
+    std::cerr << "cellsched validate fork: needs LibTorch and the example trainer (" << r.trainer
+              << "; build target cellsched_example_trainer or pass --trainer)\n";
+    return 1;
+  }
+  const bool own_dir = work.empty();
+  r.dir = own_dir ? fs::temp_directory_path() / ("cellsched-fork-" + std::to_string(::getpid())) : fs::path(work);
+  fs::create_directories(r.dir);
+
+  nlohmann::json out = {{"trainer", r.trainer}, {"round_iterations", r.round_iterations},
+                        {"target_ratio", ratio}, {"lr", r.lr}, {"batch", r.batch},
+                        {"label_noise", r.label_noise}, {"seeds", seeds}, {"results", nlohmann::json::array()}};
+  const auto its = measure_iterations(r, *avg, seeds, ratio, copies);
+  clear_progress();
+  if (own_dir) fs::remove_all(r.dir);
+
+  const bool json = vm.count("json") > 0;
+  report_efficiency(out, its, copies, json);
   if (json) std::cout << out.dump(2) << "\n";
   return 0;
 }
