@@ -50,6 +50,17 @@ def main():
         p.error(f"--batch: {a.batch} is not a batch size in 1..1000000")
     if not (math.isfinite(a.label_noise) and 0 <= a.label_noise <= 1000):
         p.error(f"--label-noise: {a.label_noise} is not a standard deviation in [0, 1000]")
+    # The same ranges as the LibTorch twin (train.cc); nan and inf fail every comparison.
+    if not 0 < a.lr <= 1000:
+        p.error(f"--lr: {a.lr} is not a learning rate in (0, 1000]")
+    if not 0 <= a.step_sleep <= 3600:
+        p.error(f"--step-sleep: {a.step_sleep} is not a number of seconds in [0, 3600]")
+    if not 0 <= a.save_every <= 1e9:
+        p.error(f"--save-every: {a.save_every} is not a number of seconds in [0, 1e9]")
+    if a.data_seed < -1:
+        p.error(f"--data-seed: {a.data_seed} is not a seed (an integer >= 0, or -1 for the clock)")
+    if not (1 <= a.hidden <= 100000 and 1 <= a.inputs <= 100000):
+        p.error("--hidden and --inputs must be in 1..100000")
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
 

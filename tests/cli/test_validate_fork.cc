@@ -102,7 +102,8 @@ TEST_F(ValidateFork, PytorchTrainerMeasuresTheSameWay) {
   EXPECT_NEAR(j["results"][1]["efficiency_mean"].get<double>(), its1 / its2, 1e-12);
   // The Python trainer refuses a bad regime with exit 2, as the LibTorch one does.
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
-           {"--batch", "0"}, {"--label-noise", "nan"}}) {
+           {"--batch", "0"}, {"--label-noise", "nan"}, {"--lr", "nan"}, {"--step-sleep", "-1"},
+           {"--save-every", "inf"}, {"--data-seed", "-3"}, {"--hidden", "0"}}) {
     std::vector<std::string> args{"/usr/bin/python3", train, "--eval"};
     args.insert(args.end(), a.begin(), a.end());
     const Result bad = cellsched::testing::run_in(args, dir_);
@@ -130,14 +131,16 @@ TEST_F(ValidateFork, NoisyRegimeFlagsReachTheTrainer) {
 }
 
 // The trainer (beside cellsched, where validate fork finds it) refuses a bad
-// regime with exit 2.
+// or out-of-range value of any option with exit 2, naming the option.
 TEST_F(ValidateFork, TrainerRefusesABadRegime) {
 #ifndef CELLSCHED_TEST_TORCH
   GTEST_SKIP() << "this build has no LibTorch";
 #else
   const std::string trainer = (fs::path(CELLSCHED_BINARY).parent_path() / "cellsched_example_trainer").string();
   for (const std::vector<std::string>& a : std::vector<std::vector<std::string>>{
-           {"--batch", "0"}, {"--label-noise", "-1"}, {"--label-noise", "nan"}}) {
+           {"--batch", "0"}, {"--label-noise", "-1"}, {"--label-noise", "nan"}, {"--lr", "abc"},
+           {"--lr", "0"}, {"--lr", "inf"}, {"--step-sleep", "-1"}, {"--save-every", "1e308"},
+           {"--data-seed", "-3"}, {"--data-seed", "7x"}}) {
     std::vector<std::string> args{trainer, "--eval"};
     args.insert(args.end(), a.begin(), a.end());
     const Result r = cellsched::testing::run_in(args, dir_);
