@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/gpu.h"
 #include "core/parse_util.h"
+#include "core/yaml_read.h"
 
 namespace cellsched {
 
@@ -24,10 +25,7 @@ std::string file_name_of(const std::string& path) {
   return f.empty() ? path : f;
 }
 
-long line_of(const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
+using detail::yaml_line;
 
 std::string known_gpu_names() {
   std::string known;
@@ -39,23 +37,23 @@ std::string known_gpu_names() {
 }
 
 std::string scalar_text(const std::string& path, const YAML::Node& v, const std::string& field) {
-  if (!v.IsScalar()) fail_input(path, line_of(v), "'" + field + "' must be a scalar");
+  if (!v.IsScalar()) fail_input(path, yaml_line(v), "'" + field + "' must be a scalar");
   std::string s = std::string(trim(v.Scalar()));
-  if (s.empty()) fail_input(path, line_of(v), "'" + field + "' is empty");
+  if (s.empty()) fail_input(path, yaml_line(v), "'" + field + "' is empty");
   return s;
 }
 
 // One node of the list: name, gpu_type and gpus required, address defaulting
 // to the name; a field given twice fails with both lines.
 Node read_node(const std::string& path, const YAML::Node& item) {
-  const long line = line_of(item);
+  const long line = yaml_line(item);
   if (!item.IsMap()) fail_input(path, line, "a node must be a map with name, gpu_type, gpus");
   Node node;
   bool has_name = false, has_type = false, has_gpus = false;
   detail::FirstSeen fields("field");
   for (const auto& kv : item) {
     const std::string key = kv.first.Scalar();
-    fields.add(path, line_of(kv.first), key);
+    fields.add(path, yaml_line(kv.first), key);
     const YAML::Node& v = kv.second;
     if (key == "name") {
       node.name = scalar_text(path, v, key);
@@ -66,7 +64,7 @@ Node read_node(const std::string& path, const YAML::Node& item) {
       const std::string t = scalar_text(path, v, key);
       const GpuSpec* g = find_gpu(t);
       if (!g)
-        fail_input(path, line_of(v),
+        fail_input(path, yaml_line(v),
                    "unknown GPU type '" + t + "' (known: " + known_gpu_names() + ")");
       node.gpu_type = g->name;
       has_type = true;
@@ -74,11 +72,11 @@ Node read_node(const std::string& path, const YAML::Node& item) {
       const std::string t = v.IsScalar() ? v.Scalar() : std::string();
       const auto n = detail::to_int(t);
       if (!n || *n <= 0 || *n > 1000000)
-        fail_input(path, line_of(v), "'gpus' must be a positive integer, got '" + t + "'");
+        fail_input(path, yaml_line(v), "'gpus' must be a positive integer, got '" + t + "'");
       node.gpus = static_cast<int>(*n);
       has_gpus = true;
     } else {
-      fail_input(path, line_of(kv.first),
+      fail_input(path, yaml_line(kv.first),
                  "unknown field '" + key + "' (expected name, address, gpu_type, gpus)");
     }
   }
@@ -148,15 +146,7 @@ Cluster parse_cluster_shorthand(const std::string& spec) {
 }
 
 Cluster load_cluster_yaml(const std::string& path) {
-  const std::string text = detail::read_file(path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
-  } catch (const YAML::Exception& e) {
-    fail_input(path, e.mark.is_null() ? 0 : e.mark.line + 1, e.msg);
-  }
+  const YAML::Node root = detail::load_yaml_file(path);
 
   Cluster c;
   c.name = file_name_of(path);
@@ -166,43 +156,43 @@ Cluster load_cluster_yaml(const std::string& path) {
     detail::FirstSeen keys("field");
     for (const auto& kv : croot) {
       const std::string key = kv.first.Scalar();
-      keys.add(path, line_of(kv.first), key);
+      keys.add(path, yaml_line(kv.first), key);
       if (key == "name") {
         if (kv.second.IsScalar() && !trim(kv.second.Scalar()).empty())
           c.name = std::string(trim(kv.second.Scalar()));
         else if (!kv.second.IsNull() && !kv.second.IsScalar())
-          fail_input(path, line_of(kv.second), "'name' must be a scalar");
+          fail_input(path, yaml_line(kv.second), "'name' must be a scalar");
       } else if (key == "nodes") {
-        nodes_key_line = line_of(kv.first);
+        nodes_key_line = yaml_line(kv.first);
       } else if (key == "network_gbps") {
         const std::string t = kv.second.IsScalar() ? kv.second.Scalar() : std::string();
         const auto v = detail::to_double(t);
         if (!v || *v <= 0 || *v > 10000)
-          fail_input(path, line_of(kv.second),
+          fail_input(path, yaml_line(kv.second),
                      "'network_gbps' must be a bandwidth in GB/s per GPU, > 0 and <= 10000, got '" + t + "'");
         c.network_gbps = *v;
       } else {
-        fail_input(path, line_of(kv.first),
+        fail_input(path, yaml_line(kv.first),
                    "unknown field '" + key + "' (expected name, network_gbps and nodes)");
       }
     }
-    if (!croot["nodes"]) fail_input(path, line_of(croot), "missing field 'nodes'");
+    if (!croot["nodes"]) fail_input(path, yaml_line(croot), "missing field 'nodes'");
   } else if (!croot.IsSequence()) {
-    fail_input(path, croot.IsNull() ? 0 : line_of(croot),
+    fail_input(path, croot.IsNull() ? 0 : yaml_line(croot),
                croot.IsNull() ? "empty file: expected a map with a 'nodes' list"
                               : "expected a map with a 'nodes' list");
   }
   const YAML::Node list = croot.IsSequence() ? croot : croot["nodes"];
   if (!list.IsSequence()) {
     if (list.IsNull()) fail_input(path, nodes_key_line, "empty node list");
-    fail_input(path, line_of(list), "'nodes' must be a list");
+    fail_input(path, yaml_line(list), "'nodes' must be a list");
   }
-  if (list.size() == 0) fail_input(path, line_of(list), "empty node list");
+  if (list.size() == 0) fail_input(path, yaml_line(list), "empty node list");
 
   detail::FirstSeen names("node name");
   for (const auto& item : list) {
     Node node = read_node(path, item);
-    names.add(path, line_of(item), node.name);
+    names.add(path, yaml_line(item), node.name);
     c.nodes.push_back(std::move(node));
   }
   return c;
