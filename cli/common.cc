@@ -185,7 +185,11 @@ std::string fixed(double v, int decimals) {
 
 std::string num(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
+  // Whole numbers in full ("1000000", not %g's "1e+06": iteration counts, limits).
+  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 

@@ -101,7 +101,8 @@ class Table {
 };
 
 std::string fixed(double v, int decimals);
-// %g: short, and nan/inf as such (for messages about bad numbers).
+// Short: whole numbers in full (below 1e15), others %g; nan/inf as such
+// (for messages about bad numbers, params and counts).
 std::string num(double v);
 
 // --fork-efficiency, shared by simulate/schedule, sweep and run: the value

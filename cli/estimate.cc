@@ -343,6 +343,10 @@ int cmd_tune(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   const tuner::TuneResult r = stages == 0 ? tuner::tune_auto(cm, cell, to, &per) : tuner::tune_cell(cm, cell, to);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r.shapes == 0)  // no memory question: the cell cannot hold this batch at all
+    throw InputError("no plan of " + std::to_string(c.gpus) + " GPUs splits a global batch of " +
+                     std::to_string(c.batch) + " (each data-parallel replica takes whole samples, and tensor "
+                     "parallelism stays inside a host): raise --batch or lower --gpus");
   if (store) {
     std::vector<db::CellRecord> recs;
     for (const auto& p : per) recs.push_back(cell_record(p, p.cell.stages, c.batch, pid));

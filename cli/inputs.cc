@@ -110,23 +110,29 @@ namespace {
 
 // The engine's numbers, checked where they enter (before any file is read):
 // finite and in range, with the limits in the message.
+void need(bool ok, const std::string& what) {
+  if (!ok) throw InputError(what);
+}
+
 void check_engine_numbers(const ReplayArgs& a) {
-  auto need = [](bool ok, const std::string& what) {
-    if (!ok) throw InputError(what);
-  };
-  need(std::isfinite(a.round_s) && a.round_s >= 1 && a.round_s <= 1e7,
-       "--round must be a number of seconds in [1, 1e7], got " + num(a.round_s));
-  need(std::isfinite(a.restart_s) && a.restart_s >= 0 && a.restart_s < a.round_s,
-       "--restart must be a number of seconds in [0, --round), got " + num(a.restart_s));
-  need(std::isfinite(a.consolidation_s) && a.consolidation_s >= 0 && a.consolidation_s < a.round_s,
-       "--consolidation must be a number of seconds in [0, --round), got " + num(a.consolidation_s));
+  check_round_numbers(a.round_s, a.restart_s, a.consolidation_s);
   fork_model_arg(a.fork_efficiency, a.fork_scaling);
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
        "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
-  need(std::isfinite(a.locality_penalty), "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
+  need(a.locality_penalty > 0 && a.locality_penalty <= 1,
+       "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
 }
 
 }  // namespace
+
+void check_round_numbers(double round_s, double restart_s, double consolidation_s) {
+  need(std::isfinite(round_s) && round_s >= 1 && round_s <= 1e7,
+       "--round must be a number of seconds in [1, 1e7], got " + num(round_s));
+  need(std::isfinite(restart_s) && restart_s >= 0 && restart_s < round_s,
+       "--restart must be a number of seconds in [0, --round), got " + num(restart_s));
+  need(std::isfinite(consolidation_s) && consolidation_s >= 0 && consolidation_s < round_s,
+       "--consolidation must be a number of seconds in [0, --round), got " + num(consolidation_s));
+}
 
 ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   check_engine_numbers(a);

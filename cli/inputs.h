@@ -67,6 +67,10 @@ long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracl
 // that no GPU type can run is bad input (or dropped); host mode says false.
 ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
 
+// The round's numbers (--round, --restart, --consolidation): finite and in
+// range, or InputError naming the flag and its limits.
+void check_round_numbers(double round_s, double restart_s, double consolidation_s);
+
 // The LP lower bounds valid for a set of policies (forking and elastic
 // policies are held to the relaxed one), each solved on its own thread while
 // the simulations run: the oracle is asked on the constructing thread, only

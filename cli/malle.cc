@@ -34,6 +34,23 @@ void add_host_mode_options(po::options_description& opt, HostModeArgs& a) {
        "host mode: seconds between a malleable job's periodic checkpoints");
 }
 
+void check_host_mode_args(const HostModeArgs& a, const po::variables_map& vm) {
+  if (!vm.count("malleable")) {
+    for (const char* flag : {"grace", "window-horizon", "walltime-factor", "reclaim", "milp-time-limit",
+                             "checkpoint-interval"})
+      if (vm.count(flag) && !vm[flag].defaulted())
+        throw InputError(std::string("--") + flag + " applies only to the host-scheduler mode (--malleable)");
+    return;
+  }
+  check_flag_range("grace", a.grace_s, 0, 86400);
+  check_flag_range("window-horizon", a.horizon_s, 1, 1e8);
+  check_flag_range("walltime-factor", a.walltime_factor, 1, 1000);
+  check_flag_range("milp-time-limit", a.milp_limit_s, 0.001, 3600);
+  check_flag_range("checkpoint-interval", a.checkpoint_s, 1, 1e8);
+  if (a.reclaim != "preempt" && a.reclaim != "wait")
+    throw InputError("--reclaim must be preempt or wait, got '" + a.reclaim + "'");
+}
+
 std::vector<HostJob> host_jobs_from_trace(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
                                           double walltime_factor) {
   const int nodes = static_cast<int>(cluster.nodes.size());

@@ -25,6 +25,10 @@ struct HostModeArgs {
 // --milp-time-limit --checkpoint-interval
 void add_host_mode_options(po::options_description& opt, HostModeArgs& a);
 
+// Each host-mode number in range, and without --malleable none of those flags
+// given (they would be ignored); InputError naming the flag otherwise.
+void check_host_mode_args(const HostModeArgs& a, const po::variables_map& vm);
+
 // The policies of this mode, comma-separated (its --policy default).
 inline constexpr const char* kHostModePolicies = "malletrain,freetrain,malletrain-advisor";
 

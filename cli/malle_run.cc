@@ -159,13 +159,7 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
 
 int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& names,
                   const po::variables_map& vm, const std::string& db_path, const std::string& out_dir) {
-  check_flag_range("grace", ha.grace_s, 0, 86400);
-  check_flag_range("window-horizon", ha.horizon_s, 1, 1e8);
-  check_flag_range("walltime-factor", ha.walltime_factor, 1, 1000);
-  check_flag_range("milp-time-limit", ha.milp_limit_s, 0.001, 3600);
-  check_flag_range("checkpoint-interval", ha.checkpoint_s, 1, 1e8);
-  if (ha.reclaim != "preempt" && ha.reclaim != "wait")
-    throw InputError("--reclaim must be preempt or wait, got '" + ha.reclaim + "'");
+  check_host_mode_args(ha, vm);
   std::vector<MallePolicy> policies;
   for (const std::string& n : names) {
     try {

@@ -12,6 +12,7 @@
 #include "core/gpu.h"
 #include "core/model.h"
 #include "core/parse_util.h"
+#include "core/self_exe.h"
 #include "db/profile_store.h"
 #include "profiler/comm.h"
 #include "profiler/compute.h"
@@ -23,7 +24,7 @@ std::vector<int> int_list(const std::string& opt, const std::string& text) {
   std::vector<int> v;
   for (const auto& item : split_list(text)) {
     const auto n = detail::to_int(item);
-    if (!n || *n < 1 || *n > 1000000) throw InputError("--" + opt + ": '" + item + "' is not a positive integer");
+    if (!n || *n < 1 || *n > 1000000) throw InputError("--" + opt + ": '" + item + "' is not an integer in [1, 1000000]");
     v.push_back(static_cast<int>(*n));
   }
   if (v.empty()) throw InputError("--" + opt + ": empty list");
@@ -213,9 +214,11 @@ int profile_compute(const std::vector<std::string>& args) {
   o.tp_degrees = int_list("tp", tps);
   const bool cpu = device == "cpu";
   o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
-  o.warmup = warmup >= 0 ? warmup : (cpu ? 1 : 5);
+  o.warmup = vm.count("warmup") ? warmup : (cpu ? 1 : 5);
+  check_flag_range("warmup", o.warmup, 0, 100000);
   o.passes = passes;
   o.extra_passes = extra_passes;
+  check_flag_range("threads", threads, 0, 4096);  // 1e8 hung, starting threads
   o.threads = threads;
   o.timer = timer;
   if (flush != "auto") {
@@ -245,9 +248,8 @@ int profile_compute(const std::vector<std::string>& args) {
 }
 
 std::vector<std::string> worker_command() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return {ec ? std::string("/proc/self/exe") : self.string(), "profile", "comm-worker"};
+  const std::string self = self_executable();
+  return {self.empty() ? std::string("/proc/self/exe") : self, "profile", "comm-worker"};
 }
 
 int profile_comm(const std::vector<std::string>& args) {
@@ -280,10 +282,11 @@ int profile_comm(const std::vector<std::string>& args) {
   if (vm.count("collectives")) o.collectives = split_list(colls);
   const bool gloo = backend == "gloo";
   o.repetitions = vm.count("reps") ? reps : (gloo ? 5 : 20);
-  o.warmup = warmup >= 0 ? warmup : (gloo ? 1 : 5);
+  o.warmup = vm.count("warmup") ? warmup : (gloo ? 1 : 5);
+  check_flag_range("warmup", o.warmup, 0, 100000);
   o.passes = passes;
   o.device_type = checked_gpu_type(gpu_type);
-  if (!(timeout > 0)) throw InputError("--timeout must be positive");
+  check_flag_range("timeout", timeout, 0.001, 1e6);  // 1e308 became a negative int deeper
   o.timeout_s = timeout;
   o.worker_command = worker_command();
   o.progress = progress_bar(backend + " x" + std::to_string(ranks));

@@ -21,6 +21,7 @@
 #include "cli/scavenge_jobs.h"
 #include "core/error.h"
 #include "core/parse_util.h"
+#include "core/self_exe.h"
 #include "runner/process.h"
 #include "runner/scavenger.h"
 
@@ -100,10 +101,9 @@ int cmd_scavenge(const std::vector<std::string>& args) {
   if (ec || !std::filesystem::is_directory(state))
     throw InputError(state + ": --state must be a folder that can be created" + (ec ? ": " + ec.message() : ""));
   o.state_dir = std::filesystem::absolute(state).string();
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) throw std::runtime_error("cannot find this executable (/proc/self/exe)");
-  o.task_wrapper = {std::string(self, static_cast<size_t>(n)), "scavenge", "--task", "--"};
+  const std::string self = self_executable();
+  if (self.empty()) throw std::runtime_error("cannot find this executable (/proc/self/exe)");
+  o.task_wrapper = {self, "scavenge", "--task", "--"};
   const bool json = vm.count("json") > 0;
   o.log = [json](const std::string& s) { (json ? std::cerr : std::cout) << stamp() << " " << s << std::endl; };
   struct sigaction sa {};

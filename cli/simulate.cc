@@ -97,6 +97,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (!parse("cellsched simulate --trace F --cluster SPEC [options]", args, opt, {}, vm)) return 0;
 
   // Everything is read and checked before anything runs or is stored.
+  check_host_mode_args(ha, vm);
   if (vm.count("malleable"))
     return run_host_mode(ra, ha, split_list(vm["policy"].defaulted() ? kHostModePolicies : policies), vm, db_path,
                          out_dir);

@@ -41,8 +41,9 @@ std::vector<double> parse_rates(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || !std::isfinite(v) || v <= 0)
-      throw InputError("--rates: '" + item + "' is not a positive number of jobs per hour");
+    // 3600 / rate is the generator's mean gap, which stops at 1e7 s.
+    if (used != item.size() || !(v >= 3.6e-4 && v <= 1e6))
+      throw InputError("--rates: '" + item + "' is not a number of jobs per hour in [0.00036, 1e6]");
     if (std::find(rates.begin(), rates.end(), v) != rates.end())
       throw InputError("--rates: " + item + " appears twice");
     rates.push_back(v);
@@ -253,7 +254,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   // Everything is checked before anything runs.
   const std::vector<double> rates = parse_rates(a.rates);
-  if (a.jobs <= 0) throw InputError("--jobs must be positive");
+  if (a.jobs <= 0 || a.jobs > kMaxGeneratedJobs)
+    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(a.jobs));
+  check_round_numbers(a.round_s, a.restart_s, a.consolidation_s);
   if (!(a.window_start >= 0 && a.window_start < a.window_end && a.window_end <= 1))
     throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
   const long first = static_cast<long>(std::ceil(a.window_start * a.jobs - 1e-9));

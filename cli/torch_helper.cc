@@ -6,16 +6,16 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "core/self_exe.h"
 
 namespace cellsched::cli {
 
 std::string torch_helper_path() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("CELLSCHED_TORCH"); env && *env) return ::access(env, X_OK) == 0 ? env : "";
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  const fs::path helper = self.parent_path() / "cellsched-torch";
+  const std::string self = self_executable();
+  if (self.empty()) return "";
+  const fs::path helper = fs::path(self).parent_path() / "cellsched-torch";
   return ::access(helper.c_str(), X_OK) == 0 ? helper.string() : "";
 }
 

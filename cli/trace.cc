@@ -36,15 +36,16 @@ int trace_generate(const std::vector<std::string>& args) {
   GenerateOptions g;
   opt.add_options()
       ("jobs", po::value(&g.jobs)->default_value(100), "number of jobs")
-      ("interarrival", po::value(&g.mean_interarrival_s)->default_value(60), "mean inter-arrival time, seconds (Poisson arrivals; 0: all at t=0)")
+      ("interarrival", po::value(&g.mean_interarrival_s)->default_value(60), "mean inter-arrival time, seconds, up to 1e7 (Poisson arrivals; 0: all at t=0)")
       ("seed", po::value(&g.seed)->default_value(0), "random seed (same seed, same trace)")
       ("reference-gpu", po::value(&g.reference_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "throughput table the job types come from")
       ("output,o", po::value(&out)->default_value("-"), "output CSV (- for stdout)");
   po::variables_map vm;
   if (!parse("cellsched trace generate [options]", args, opt, {}, vm)) return 0;
-  if (g.jobs <= 0) throw InputError("--jobs must be positive");
-  if (g.mean_interarrival_s < 0) throw InputError("--interarrival must not be negative");
+  if (g.jobs <= 0 || g.jobs > kMaxGeneratedJobs)
+    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(g.jobs));
+  check_flag_range("interarrival", g.mean_interarrival_s, 0, 1e7);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
   write_csv(generate_trace(table, g), out);
   if (out != "-") std::cerr << "wrote " << g.jobs << " jobs to " << out << "\n";

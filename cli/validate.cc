@@ -299,11 +299,13 @@ void add_validate_options(po::options_description& opt, Settings& s, std::string
 }
 
 void check_settings(const Settings& s) {
-  if (s.iterations < 1 || s.iterations > 100000 || s.warmup < 0 || s.warmup > 100000 || s.threads < 1 ||
-      s.threads > 4096 || s.reps < 1 || s.reps > 100000 || s.trials < 1 || s.trials > 1000 || s.passes < 1 ||
-      s.extra_trials < 0 || s.extra_trials > 1000)
-    throw InputError("--iterations, --threads, --repetitions, --trials and --profile-passes must be >= 1 (and "
-                     "sensible), --warmup and --extra-trials >= 0");
+  check_flag_range("iterations", s.iterations, 1, 100000);
+  check_flag_range("warmup", s.warmup, 0, 100000);
+  check_flag_range("threads", s.threads, 1, 4096);
+  check_flag_range("repetitions", s.reps, 1, 100000);
+  check_flag_range("trials", s.trials, 1, 1000);
+  check_flag_range("extra-trials", s.extra_trials, 0, 1000);
+  check_flag_range("profile-passes", s.passes, 1, 1000);  // 1e8 ran on and on
 }
 
 // The error of every configuration's estimate against its trials, with and

@@ -25,6 +25,7 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/fork.h"
+#include "core/self_exe.h"
 #include "runner/checkpoint.h"
 
 extern char** environ;
@@ -139,9 +140,8 @@ std::vector<int> parse_copies(const std::string& s) {
 }
 
 std::string self_dir() {
-  std::error_code ec;
-  const auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "." : p.parent_path().string();
+  const std::string self = self_executable();
+  return self.empty() ? "." : fs::path(self).parent_path().string();
 }
 
 void check_fork_options(const ForkRun& r, int seeds, double ratio) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/self_exe.h"
 #include "core/stats.h"
 
 extern char** environ;
@@ -22,9 +23,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string self_exe() {
-  std::error_code ec;
-  const auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "/proc/self/exe" : p.string();
+  const std::string self = self_executable();
+  return self.empty() ? "/proc/self/exe" : self;
 }
 
 std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::path& dir) {

@@ -72,7 +72,7 @@ Node read_node(const std::string& path, const YAML::Node& item) {
       const std::string t = v.IsScalar() ? v.Scalar() : std::string();
       const auto n = detail::to_int(t);
       if (!n || *n <= 0 || *n > 1000000)
-        fail_input(path, yaml_line(v), "'gpus' must be a positive integer, got '" + t + "'");
+        fail_input(path, yaml_line(v), "'gpus' must be an integer in [1, 1000000], got '" + t + "'");
       node.gpus = static_cast<int>(*n);
       has_gpus = true;
     } else {
@@ -126,7 +126,7 @@ Cluster parse_cluster_shorthand(const std::string& spec) {
     const auto count = detail::to_int(part.substr(colon + 1));
     if (!count || *count <= 0 || *count > 1000000)
       throw InputError(where + ": GPU count of '" + std::string(part) +
-                       "' must be a positive integer");
+                       "' must be an integer in [1, 1000000]");
     std::string type;
     try {
       type = canonical_gpu_name(type_text);

@@ -11,9 +11,11 @@
 namespace cellsched {
 
 Trace generate_trace(const ThroughputTable& table, const GenerateOptions& options) {
-  if (options.jobs < 0) throw InputError("number of jobs must not be negative");
-  if (!(options.mean_interarrival_s >= 0) || !std::isfinite(options.mean_interarrival_s))
-    throw InputError("mean inter-arrival time must be a non-negative number");
+  if (options.jobs < 0 || options.jobs > kMaxGeneratedJobs)
+    throw InputError("number of jobs must be in [0, " + std::to_string(kMaxGeneratedJobs) + "]");
+  // Up to 1e7 s (116 days) a gap: beyond it, a long trace's arrivals are no longer finite.
+  if (!(options.mean_interarrival_s >= 0 && options.mean_interarrival_s <= 1e7))
+    throw InputError("mean inter-arrival time must be a number of seconds in [0, 1e7]");
   const auto by_sf = detail::types_by_scale(table, options.reference_gpu);
   static const int kGpus[] = {1, 2, 4, 8};
   static const double kCum[] = {0.70, 0.80, 0.95, 1.0};

@@ -72,6 +72,9 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options = {});
 // command is a space-joined argv in one quoted field (may be empty).
 void write_trace_csv(const Trace& trace, std::ostream& out);
 
+// The most jobs one generated trace holds (Philly's whole trace has 82,247).
+inline constexpr long kMaxGeneratedJobs = 10'000'000;
+
 struct GenerateOptions {
   long jobs = 100;                 // number of jobs
   double mean_interarrival_s = 60; // Poisson arrivals (exponential gaps); 0 = all at t=0

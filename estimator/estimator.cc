@@ -275,7 +275,7 @@ std::vector<int> stage_values(const std::string& key, const std::string& v, int 
     char* end = nullptr;
     const long x = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || x < 1 || x > 1 << 20)
-      throw InputError("--plan: " + key + "=" + v + ": '" + item + "' is not a positive integer");
+      throw InputError("--plan: " + key + "=" + v + ": '" + item + "' is not an integer in [1, 1048576]");
     out.push_back(static_cast<int>(x));
   }
   if (out.size() == 1) out.assign(static_cast<size_t>(stages), out[0]);
@@ -295,11 +295,15 @@ Plan parse_plan(const std::string& spec, const CostModel& cm, const Cell& cell, 
   bool recompute = false;
   std::stringstream ss(spec);
   std::string item;
+  std::vector<std::string> seen;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError("--plan: '" + item + "' is not key=value");
     const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (std::find(seen.begin(), seen.end(), k) != seen.end())
+      throw InputError("--plan: " + k + " appears twice");
+    seen.push_back(k);
     if (k == "dp") dp = stage_values(k, v, S);
     else if (k == "tp") tp = stage_values(k, v, S);
     else if (k == "layers") layers = stage_values(k, v, S);

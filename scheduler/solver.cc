@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/self_exe.h"
 #include "scheduler/coin_module.h"
 
 namespace cellsched {
@@ -19,10 +20,8 @@ namespace {
 std::string module_path() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("CELLSCHED_COIN"); env && *env) return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = self.parent_path() / "cellsched-coin.so";
+  if (const std::string self = self_executable(); !self.empty()) {
+    const fs::path beside = fs::path(self).parent_path() / "cellsched-coin.so";
     if (::access(beside.c_str(), R_OK) == 0) return beside.string();
   }
   return CELLSCHED_COIN_MODULE;

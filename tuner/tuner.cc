@@ -292,6 +292,7 @@ TuneResult tune_cell(const CostModel& cm, const Cell& cell, const TuneOptions& o
   for (const auto& [B, rc] : plan_kinds(o)) {
     std::vector<Shape> shapes = shapes_for(cm, cell, cell.gpus() / cell.stages, o.global_batch / B, o);
     if (shapes.empty()) continue;
+    res.shapes += static_cast<long>(shapes.size());
     StageSearch search(cm, cell, o, B, rc, std::move(shapes), incumbent, res.labels);
     search.run();
     search.collect(res, o.pareto_size);
@@ -314,10 +315,12 @@ TuneResult tune_auto(const CostModel& cm, Cell cell, const TuneOptions& o, std::
     cell.stages = s;
     TuneResult r = tune_cell(cm, cell, o);
     best.labels += r.labels;
+    best.shapes += r.shapes;
     if (r.feasible && (!best.feasible || r.best().estimate.iteration_ms < best.best().estimate.iteration_ms)) {
-      const long labels = best.labels;
+      const long labels = best.labels, shapes = best.shapes;
       best = r;
       best.labels = labels;
+      best.shapes = shapes;
     }
     if (per_stage) per_stage->push_back(std::move(r));
   }

@@ -29,6 +29,7 @@ struct TuneResult {
   bool feasible = false;             // some plan fits in memory
   std::vector<TunedPlan> pareto;     // fastest first; every plan feasible; empty if none
   long labels = 0;                   // DP labels created (search effort)
+  long shapes = 0;                   // (dp, tp) stage shapes that split the batch; 0: no plan can
   const TunedPlan& best() const { return pareto.front(); }
 };
 

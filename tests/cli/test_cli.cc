@@ -141,7 +141,7 @@ TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
       {"--fork-efficiency", "0"}, {"--consolidation", "inf"}, {"--hadar-spare-exponent", "-1"},
       {"--hadar-spare-exponent", "nan"}, {"--hadar-spare-exponent", "1e308"}, {"--hadar-ratio-exponent", "inf"},
       {"--hadar-ratio-cap", "0"}, {"--hadar-ratio-cap", "-5"}, {"--fork-scaling", "cubic"},
-      {"--fork-scaling", ""}};
+      {"--fork-scaling", ""}, {"--locality-penalty", "-1"}, {"--locality-penalty", "1e308"}};
   for (const auto& flag : absurd) {
     std::vector<std::string> args = {"simulate", "--trace", examples("data/gavel/traces/small_test.trace"),
                                      "--cluster", "v100:8", "--policy", "fifo", "--db", db()};
@@ -149,6 +149,13 @@ TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
     r = run(args);
     EXPECT_EQ(r.status, 2) << flag[0] << " " << flag[1];
     EXPECT_NE(r.err.find(flag[0] + " must be"), std::string::npos) << r.err;
+  }
+  // Host-mode flags without --malleable would be ignored: named instead.
+  for (const std::string flag : {"--grace", "--walltime-factor", "--checkpoint-interval"}) {
+    r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8",
+             "--policy", "fifo", "--db", db(), flag, "5"});
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find(flag + " applies only to the host-scheduler mode (--malleable)"), std::string::npos) << r.err;
   }
   EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
 }
@@ -184,6 +191,14 @@ TEST_F(Cli, TraceGenerateIsReproducibleAndConvertRoundTrips) {
   Result insp = run({"trace", "inspect", gen, "--json"});
   ASSERT_EQ(insp.status, 0) << insp.err;
   EXPECT_EQ(nlohmann::json::parse(insp.out)["jobs"], 300);
+  // A gap of 1e308 s wrote arrivals of inf; now the range is named.
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--interarrival", "1e308"}, {"--interarrival", "nan"}, {"--interarrival", "-1"}, {"--jobs", "100000000"}}) {
+    const Result bad = run({"trace", "generate", flag, value});
+    EXPECT_EQ(bad.status, 2) << flag << " " << value;
+    EXPECT_NE(bad.err.find(flag + " must be"), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.out, "");
+  }
 }
 
 TEST_F(Cli, PhillyConvertsWithSeededJobTypes) {
@@ -248,7 +263,8 @@ TEST_F(Cli, SweepTabulatesJctAgainstLoadAndPlotsIt) {
 }
 
 TEST_F(Cli, SweepRejectsBadRatesAndWindows) {
-  for (const std::string rates : {"2,x", "0", "-1", "", "4,4"}) {
+  // 1e-300 jobs/h: a mean gap past 1e7 s, whose arrivals overflowed to inf (JCT 0.00 reported).
+  for (const std::string rates : {"2,x", "0", "-1", "", "4,4", "1e-300", "1e308", "nan"}) {
     const Result r = run({"sweep", "--rates", rates, "--jobs", "10", "--out", "out"});
     EXPECT_EQ(r.status, 2) << rates << ": " << r.err;
     EXPECT_NE(r.err.find("--rates"), std::string::npos) << r.err;
@@ -257,6 +273,13 @@ TEST_F(Cli, SweepRejectsBadRatesAndWindows) {
   EXPECT_EQ(r.status, 2) << r.err;
   r = run({"sweep", "--jobs", "10", "--policy", "nope"});
   EXPECT_EQ(r.status, 2) << r.err;
+  // The round's numbers are checked as simulate checks them (1e308 ran, reporting JCT inf).
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--round", "1e308"}, {"--restart", "nan"}, {"--consolidation", "inf"}, {"--jobs", "100000000"}}) {
+    r = run({"sweep", "--policy", "fifo", "--out", "out", flag, value});
+    EXPECT_EQ(r.status, 2) << flag << " " << value;
+    EXPECT_NE(r.err.find(flag + " must be"), std::string::npos) << r.err;
+  }
   EXPECT_FALSE(fs::exists(dir_ / "out"));
 }
 
@@ -371,6 +394,10 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
     EXPECT_EQ(r.status, 2) << verb;
     EXPECT_NE(r.err.find("--batch must be >= 1, got -5"), std::string::npos) << verb << ": " << r.err;
   }
+  // More GPUs than any plan can give a sample: bad input (it read "no plan fits in memory", exit 1).
+  r = run({"tune", "--model", "gpt-125m", "--gpu-type", "a100-80", "--gpus", "8192", "--batch", "8", "--no-db"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("no plan of 8192 GPUs splits a global batch of 8"), std::string::npos) << r.err;
   // The shipped comparison runs; a bad row is named by file and line, exit 2.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -555,6 +582,13 @@ TEST_F(Cli, OnlineVerbsSayThingsOnce) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["id"], 1);
   EXPECT_TRUE(j["state"].is_string());
+  // The status table gives a large count in full (it printed 1.23457e+07).
+  r = run({"submit", "--db", db(), "--iterations", "12345678", "--name", "big", "--", "/bin/true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"status", "--db", db()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("12345678"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("e+0"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, ScheduleJsonWritesNoFilesAndClusterHintsTheShorthand) {

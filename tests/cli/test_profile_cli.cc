@@ -60,6 +60,10 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"profile", "compute", "--model", "gpt-tiny", "--device", "tpu:0"},
            {"profile", "compute", "--model", "gpt-tiny", "--gpu-type", "v200"},
            {"profile", "compute", "--model", "gpt-tiny", "--cache-flush-mib", "lots"},
+           {"profile", "compute", "--model", "gpt-tiny", "--threads", "99999999"},  // hung
+           {"profile", "compute", "--model", "gpt-tiny", "--warmup", "-1"},
+           {"profile", "comm", "--timeout", "1e308"},  // overflowed to a negative timeout
+           {"profile", "comm", "--warmup", "-3"},
            {"profile", "comm", "--backend", "mpi"},
            {"validate", "--model", "gpt-tiny", "--iterations", "0"},
            {"validate", "--model", "gpt-9000"},
@@ -248,11 +252,15 @@ TEST_F(ProfileCli, ProfileRunsInTheTorchHelper) {
 TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--trials", "0"}, {"--trials", "-3"}, {"--configs", "single,zz"}, {"--configs", ""},
-        {"--profile-passes", "0"}, {"--iterations", "0"}, {"--extra-trials", "-1"}, {"--colocation-probe", "--no-colocation-probe"}}) {
+        {"--profile-passes", "0"}, {"--profile-passes", "99999999"}, {"--iterations", "0"}, {"--extra-trials", "-1"},
+        {"--colocation-probe", "--no-colocation-probe"}}) {
     std::vector<std::string> argv{"validate", "--db", db_};
     argv.insert(argv.end(), bad.begin(), bad.end());
     const Result r = run(argv);
     EXPECT_EQ(r.status, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+    if (bad[1][0] != '-' && bad[0] != "--configs") {  // the flag and its range are named
+      EXPECT_NE(r.err.find(bad[0] + " must be a number in ["), std::string::npos) << r.err;
+    }
   }
   EXPECT_FALSE(fs::exists(db_));  // nothing profiled, nothing stored
 }

@@ -66,6 +66,9 @@ TEST(ClusterShorthand, BadSpecs) {
   const std::string msg = input_error([] { parse_cluster_shorthand("v100:4,x100:4"); });
   EXPECT_NE(msg.find("unknown GPU type 'x100'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("known: k80"), std::string::npos) << msg;
+  // A positive count past the limit says the limit (it read "must be a positive integer").
+  const std::string big = input_error([] { parse_cluster_shorthand("v100:2147483647"); });
+  EXPECT_NE(big.find("must be an integer in [1, 1000000]"), std::string::npos) << big;
 }
 
 // ---- YAML ----------------------------------------------------------------------
@@ -129,9 +132,9 @@ TEST(ClusterYaml, ErrorsNameFileAndLine) {
        "missing field 'gpu_type'"},
       {"nodes:\n  - {gpu_type: v100, gpus: 4}\n", 2, "missing field 'name'"},
       {"nodes:\n  - name: a\n    gpu_type: x100\n    gpus: 4\n", 3, "unknown GPU type 'x100'"},
-      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 0\n", 4, "positive integer"},
-      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 2.5\n", 4, "positive integer"},
-      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: many\n", 4, "positive integer"},
+      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 0\n", 4, "an integer in [1, 1000000]"},
+      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 2.5\n", 4, "an integer in [1, 1000000]"},
+      {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: many\n", 4, "an integer in [1, 1000000]"},
       {"nodes:\n  - {name: a, gpu_type: v100, gpus: 4}\n  - {name: a, gpu_type: k80, gpus: 4}\n",
        3, "duplicate node name 'a' (first on line 2)"},
       // Issue 13: a repeated key is not silently the last one.

@@ -473,6 +473,13 @@ TEST(Estimator, BadPlansAndCellsGetClearErrors) {
   EXPECT_THROW(parse_plan("dp=2,mb=x", cm, cell, 8), InputError);
   EXPECT_THROW(parse_plan("dp=1:1:1", cm, cell, 8), InputError);
   EXPECT_THROW(parse_plan("foo=1", cm, cell, 8), InputError);
+  // A key given twice is named (the last one won, silently).
+  try {
+    parse_plan("dp=2,mb=1,dp=1", cm, cell, 8);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--plan: dp appears twice"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(parse_plan("mb=3", cm, cell, 8), InputError);
   EXPECT_THROW(parse_plan("mb=1", cm, cell, -5), InputError);
   EXPECT_THROW(make_cell("toy", "cpu", 12, 1, 8), InputError);
