@@ -123,23 +123,9 @@ void check_engine_numbers(const ReplayArgs& a) {
        "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
 }
 
-}  // namespace
-
-void check_round_numbers(double round_s, double restart_s, double consolidation_s) {
-  need(std::isfinite(round_s) && round_s >= 1 && round_s <= 1e7,
-       "--round must be a number of seconds in [1, 1e7], got " + num(round_s));
-  need(std::isfinite(restart_s) && restart_s >= 0 && restart_s < round_s,
-       "--restart must be a number of seconds in [0, --round), got " + num(restart_s));
-  need(std::isfinite(consolidation_s) && consolidation_s >= 0 && consolidation_s < round_s,
-       "--consolidation must be a number of seconds in [0, --round), got " + num(consolidation_s));
-}
-
-ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
-  check_engine_numbers(a);
-  ReplayInputs in;
-  const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
-                                         : parse_name_map(a.gpu_map, "--gpu-map");
-  in.cluster = load_cluster(a.cluster_spec, gpu_map);
+// --oracle cells or measured (table: none yet, made once the table is read),
+// and the flags that only they take checked against it.
+void make_oracle(const ReplayArgs& a, ReplayInputs& in) {
   if (a.oracle == "cells") {
     // The store's cells are keyed without a precision or a network: an
     // explicit precision, or a cluster that names its NIC, is tuned in memory.
@@ -178,6 +164,26 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   if (a.oracle != "cells" && !a.model_mix.empty()) {
     throw InputError("--model-mix needs --oracle cells");
   }
+}
+
+}  // namespace
+
+void check_round_numbers(double round_s, double restart_s, double consolidation_s) {
+  need(std::isfinite(round_s) && round_s >= 1 && round_s <= 1e7,
+       "--round must be a number of seconds in [1, 1e7], got " + num(round_s));
+  need(std::isfinite(restart_s) && restart_s >= 0 && restart_s < round_s,
+       "--restart must be a number of seconds in [0, --round), got " + num(restart_s));
+  need(std::isfinite(consolidation_s) && consolidation_s >= 0 && consolidation_s < round_s,
+       "--consolidation must be a number of seconds in [0, --round), got " + num(consolidation_s));
+}
+
+ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
+  check_engine_numbers(a);
+  ReplayInputs in;
+  const auto gpu_map = a.gpu_map.empty() ? std::map<std::string, std::string>{}
+                                         : parse_name_map(a.gpu_map, "--gpu-map");
+  in.cluster = load_cluster(a.cluster_spec, gpu_map);
+  make_oracle(a, in);
   in.table = load_gavel_throughputs(a.throughputs);
   TraceReadOptions ro;
   ro.format = parse_trace_format(a.format);

@@ -140,74 +140,83 @@ void run_gnuplot(const std::string& script_path) {
   }
 }
 
+namespace {
+
+// The data blocks of one plot's file: block i is drawn titled titles[i].
+struct Blocks {
+  std::vector<std::string> titles;
+  std::vector<int> index;
+};
+
+// CDF of JCT: (hours, fraction of finished jobs), one block per run.
+Blocks write_cdf_data(const std::vector<RunRecord>& runs, const fs::path& dat) {
+  Blocks b;
+  std::ofstream f = open_out(dat);
+  for (const RunRecord& r : runs) {
+    std::vector<double> h;
+    for (const JobResult& j : r.jobs)
+      if (j.finished()) h.push_back(std::max(j.jct_s(), 1.0) / 3600.0);  // log axis: >= 1 s
+    if (h.empty()) continue;
+    std::sort(h.begin(), h.end());
+    f << "# " << r.policy << ": JCT hours, fraction of finished jobs\n";
+    f << h.front() << " 0\n";
+    for (size_t i = 0; i < h.size(); ++i)
+      f << h[i] << " " << static_cast<double>(i + 1) / static_cast<double>(h.size()) << "\n";
+    f << "\n\n";
+    b.index.push_back(static_cast<int>(b.titles.size()));
+    b.titles.push_back(r.policy);
+  }
+  close_out(f, dat);
+  return b;
+}
+
+// Utilization: (hours, busy / total), averaged over buckets of rounds.
+Blocks write_utilization_data(const std::vector<RunRecord>& runs, const fs::path& dat) {
+  Blocks b;
+  std::ofstream f = open_out(dat);
+  for (const RunRecord& r : runs) {
+    const auto& u = r.utilization;
+    if (u.empty() || r.cluster_gpus <= 0) continue;
+    const size_t k = (u.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;  // rounds per point
+    f << "# " << r.policy << ": hours, busy GPUs / " << r.cluster_gpus << " (mean of " << k
+      << " rounds a point)\n";
+    for (size_t i = 0; i < u.size(); i += k) {
+      const size_t end = std::min(u.size(), i + k);
+      double busy = 0;
+      for (size_t j = i; j < end; ++j) busy += u[j].busy_gpus;
+      busy /= static_cast<double>(end - i);
+      f << u[i].t_s / 3600.0 << " " << busy / r.cluster_gpus << "\n";
+    }
+    f << "\n\n";
+    b.index.push_back(static_cast<int>(b.titles.size()));
+    b.titles.push_back(r.policy);
+  }
+  close_out(f, dat);
+  return b;
+}
+
+// The plot command of one file's blocks. Lines drawn later are thinner and
+// dashed differently, so a policy whose curve coincides with an earlier one's
+// still shows on top of it.
+std::string plot_command(const fs::path& dat, const Blocks& b, const char* style) {
+  std::string s;
+  for (size_t i = 0; i < b.index.size(); ++i) {
+    const double lw = std::max(0.8, 3.0 - 0.35 * static_cast<double>(i));
+    s += (i ? ", \\\n     " : "plot ") + quote(dat.string()) + " index " + std::to_string(b.index[i]) +
+         " using 1:2 " + style + " lw " + fixed(lw, 2) + " dt " + std::to_string(i % 5 + 1) + " title " +
+         quote(b.titles[i]);
+  }
+  return s.empty() ? std::string("plot NaN notitle") : s;
+}
+
+}  // namespace
+
 void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
   const fs::path d = make_dir(dir);
   const fs::path cdf_dat = d / "jct_cdf.dat", util_dat = d / "utilization.dat";
   const fs::path script = d / "plots.gp";
-
-  // CDF of JCT: (hours, fraction of finished jobs), one block per run.
-  std::vector<std::string> cdf_titles;
-  std::vector<int> cdf_blocks;
-  {
-    std::ofstream f = open_out(cdf_dat);
-    int block = 0;
-    for (const RunRecord& r : runs) {
-      std::vector<double> h;
-      for (const JobResult& j : r.jobs)
-        if (j.finished()) h.push_back(std::max(j.jct_s(), 1.0) / 3600.0);  // log axis: >= 1 s
-      if (h.empty()) continue;
-      std::sort(h.begin(), h.end());
-      f << "# " << r.policy << ": JCT hours, fraction of finished jobs\n";
-      f << h.front() << " 0\n";
-      for (size_t i = 0; i < h.size(); ++i)
-        f << h[i] << " " << static_cast<double>(i + 1) / static_cast<double>(h.size()) << "\n";
-      f << "\n\n";
-      cdf_titles.push_back(r.policy);
-      cdf_blocks.push_back(block++);
-    }
-    close_out(f, cdf_dat);
-  }
-
-  // Utilization: (hours, busy / total), averaged over buckets of rounds.
-  std::vector<std::string> util_titles;
-  std::vector<int> util_blocks;
-  {
-    std::ofstream f = open_out(util_dat);
-    int block = 0;
-    for (const RunRecord& r : runs) {
-      const auto& u = r.utilization;
-      if (u.empty() || r.cluster_gpus <= 0) continue;
-      const size_t k = (u.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;  // rounds per point
-      f << "# " << r.policy << ": hours, busy GPUs / " << r.cluster_gpus << " (mean of " << k
-        << " rounds a point)\n";
-      for (size_t i = 0; i < u.size(); i += k) {
-        const size_t end = std::min(u.size(), i + k);
-        double busy = 0;
-        for (size_t j = i; j < end; ++j) busy += u[j].busy_gpus;
-        busy /= static_cast<double>(end - i);
-        f << u[i].t_s / 3600.0 << " " << busy / r.cluster_gpus << "\n";
-      }
-      f << "\n\n";
-      util_titles.push_back(r.policy);
-      util_blocks.push_back(block++);
-    }
-    close_out(f, util_dat);
-  }
-
-  // Lines drawn later are thinner and dashed differently, so a policy whose
-  // curve coincides with an earlier one's still shows on top of it.
-  auto series = [](const fs::path& dat, const std::vector<int>& blocks,
-                   const std::vector<std::string>& titles, const char* style) {
-    std::string s;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const double lw = std::max(0.8, 3.0 - 0.35 * static_cast<double>(i));
-      s += (i ? ", \\\n     " : "plot ") + quote(dat.string()) + " index " +
-           std::to_string(blocks[i]) + " using 1:2 " + style + " lw " + fixed(lw, 2) + " dt " +
-           std::to_string(i % 5 + 1) + " title " + quote(titles[i]);
-    }
-    return s.empty() ? std::string("plot NaN notitle") : s;
-  };
-
+  const Blocks cdf = write_cdf_data(runs, cdf_dat);
+  const Blocks util = write_utilization_data(runs, util_dat);
   {
     std::ofstream f = open_out(script);
     f << kTerminal;
@@ -215,17 +224,17 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
       << "set title 'CDF of job completion time'\n"
       << "set xlabel 'JCT (hours, log scale)'\nset ylabel 'fraction of finished jobs'\n"
       << "set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n";
-    if (cdf_blocks.empty())
+    if (cdf.index.empty())
       f << "set xrange [0.1:10]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n";
-    f << series(cdf_dat, cdf_blocks, cdf_titles, "with steps") << "\n";
+    f << plot_command(cdf_dat, cdf, "with steps") << "\n";
     f << "unset label 1\nunset logscale x\nset autoscale x\n"
       << "set output " << quote((d / "utilization.png").string()) << "\n"
       << "set title 'GPU utilization'\n"
       << "set xlabel 'time (hours)'\nset ylabel 'busy GPUs / total'\n"
       << "set yrange [0:1.05]\nset key top right\n";
-    if (util_blocks.empty())
+    if (util.index.empty())
       f << "set xrange [0:1]\nset label 1 'no rounds recorded' at graph 0.5,0.5 center\n";
-    f << series(util_dat, util_blocks, util_titles, "with steps") << "\n";
+    f << plot_command(util_dat, util, "with steps") << "\n";
     f << "unset output\n";
     close_out(f, script);
   }

@@ -241,6 +241,43 @@ void print_sweep_header(const SweepArgs& a, const Cluster& cluster, long first, 
   std::cout << "\n";
 }
 
+// The --jobs and the steady-state window's job ids [first, last), checked.
+std::pair<long, long> job_window(const SweepArgs& a) {
+  if (a.jobs <= 0 || a.jobs > kMaxGeneratedJobs)
+    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(a.jobs));
+  if (!(a.window_start >= 0 && a.window_start < a.window_end && a.window_end <= 1))
+    throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
+  const long first = static_cast<long>(std::ceil(a.window_start * a.jobs - 1e-9));
+  const long last = static_cast<long>(std::ceil(a.window_end * a.jobs - 1e-9));  // exclusive
+  if (last <= first)
+    throw InputError("the window [" + fixed(a.window_start, 3) + ", " + fixed(a.window_end, 3) +
+                     ") of " + std::to_string(a.jobs) + " jobs holds no job");
+  return {first, last};
+}
+
+// sweep.json and --json, less the results: what was swept, and how.
+nlohmann::json sweep_doc(const SweepArgs& a, const Cluster& cluster, const TableOracle& oracle, ForkScaling scaling,
+                         const std::vector<double>& rates, const std::vector<std::string>& names, long first,
+                         long last) {
+  return {{"jobs", a.jobs},
+          {"seed", a.seed},
+          {"cluster", cluster.name},
+          {"cluster_gpus", cluster.total_gpus()},
+          {"throughputs", oracle.source()},
+          {"round_s", a.round_s},
+          {"restart_s", a.restart_s},
+          {"fork_efficiency", a.fork_efficiency},
+          {"fork_scaling", fork_scaling_name(scaling)},
+          {"consolidation_s", a.consolidation_s},
+          {"rates_per_hour", rates},
+          {"policies", names},
+          {"window",
+           {{"start", a.window_start},
+            {"end", a.window_end},
+            {"first_job", first},
+            {"last_job", last - 1}}}};
+}
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -254,16 +291,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   // Everything is checked before anything runs.
   const std::vector<double> rates = parse_rates(a.rates);
-  if (a.jobs <= 0 || a.jobs > kMaxGeneratedJobs)
-    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(a.jobs));
   check_round_numbers(a.round_s, a.restart_s, a.consolidation_s);
-  if (!(a.window_start >= 0 && a.window_start < a.window_end && a.window_end <= 1))
-    throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
-  const long first = static_cast<long>(std::ceil(a.window_start * a.jobs - 1e-9));
-  const long last = static_cast<long>(std::ceil(a.window_end * a.jobs - 1e-9));  // exclusive
-  if (last <= first)
-    throw InputError("the window [" + fixed(a.window_start, 3) + ", " + fixed(a.window_end, 3) +
-                     ") of " + std::to_string(a.jobs) + " jobs holds no job");
+  const auto [first, last] = job_window(a);
   check_policy_settings(a.settings);
   const ForkScaling scaling = fork_model_arg(a.fork_efficiency, a.fork_scaling).scaling;
   const std::vector<std::string> names = policy_names(a);
@@ -304,23 +333,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   clear_progress();
 
-  nlohmann::json doc = {{"jobs", a.jobs},
-                        {"seed", a.seed},
-                        {"cluster", cluster.name},
-                        {"cluster_gpus", cluster.total_gpus()},
-                        {"throughputs", oracle.source()},
-                        {"round_s", a.round_s},
-                        {"restart_s", a.restart_s},
-                        {"fork_efficiency", a.fork_efficiency},
-                        {"fork_scaling", fork_scaling_name(scaling)},
-                        {"consolidation_s", a.consolidation_s},
-                        {"rates_per_hour", rates},
-                        {"policies", names},
-                        {"window",
-                         {{"start", a.window_start},
-                          {"end", a.window_end},
-                          {"first_job", first},
-                          {"last_job", last - 1}}}};
+  nlohmann::json doc = sweep_doc(a, cluster, oracle, scaling, rates, names, first, last);
   nlohmann::json results = nlohmann::json::array();
   for (const Cell& c : cells) results.push_back(cell_json(c));
   doc["results"] = results;
