@@ -381,6 +381,12 @@ json status_json(const StatusView& v) {
                                     {"decision_ms", v.round->decision_ms},
                                     {"allocations", json::parse(v.round->allocations, nullptr, false)}};
   out["jobs"] = json::array();
+  // Iteration counts print as integers (5, not 5.0) when whole, as they are
+  // from the trainers' progress lines.
+  auto count = [](double x) {
+    return std::isfinite(x) && x == std::floor(x) && std::abs(x) <= 9007199254740992.0 ? json(static_cast<int64_t>(x))
+                                                                                       : json(x);
+  };
   for (const auto& j : v.jobs) {
     json copies = json::array();
     for (const auto* l : v.launches_of(j.id)) {
@@ -388,11 +394,11 @@ json status_json(const StatusView& v) {
       for (const auto& p : l->procs)
         procs.push_back({{"node", p.node_name}, {"gpus", p.gpus}, {"gpu_ids", p.gpu_ids}, {"pid", p.pid}});
       copies.push_back({{"launch", l->id}, {"copy", l->copy}, {"state", l->state},
-                        {"iterations", l->iterations}, {"procs", procs}});
+                        {"iterations", count(l->iterations)}, {"procs", procs}});
     }
     out["jobs"].push_back({{"id", j.id}, {"name", j.name}, {"state", j.state}, {"job_type", j.job_type},
-                           {"gpus", j.gpus}, {"iterations", j.iterations},
-                           {"iterations_done", j.iterations_done}, {"progress", v.done_of(j)},
+                           {"gpus", j.gpus}, {"iterations", count(j.iterations)},
+                           {"iterations_done", count(j.iterations_done)}, {"progress", count(v.done_of(j))},
                            {"checkpoint", j.checkpoint}, {"epoch", j.epoch}, {"failures", j.failures},
                            {"last_error", j.last_error}, {"cancel_requested", j.cancel_requested},
                            {"command", j.command}, {"copies", copies}});

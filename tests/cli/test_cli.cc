@@ -589,6 +589,14 @@ TEST_F(Cli, OnlineVerbsSayThingsOnce) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("12345678"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("e+0"), std::string::npos) << r.out;
+  // ... and --json as integers (12345678, not 12345678.0).
+  r = run({"status", "--db", db(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto st = nlohmann::json::parse(r.out);
+  ASSERT_EQ(st["jobs"].size(), 2u);
+  EXPECT_TRUE(st["jobs"][1]["iterations"].is_number_integer()) << st.dump(2);
+  EXPECT_EQ(st["jobs"][1]["iterations"], 12345678);
+  EXPECT_TRUE(st["jobs"][1]["iterations_done"].is_number_integer()) << st.dump(2);
 }
 
 TEST_F(Cli, ScheduleJsonWritesNoFilesAndClusterHintsTheShorthand) {
