@@ -182,6 +182,7 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
     if (ec || !std::filesystem::is_directory(out_dir))
       throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
   }
+  if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs
   MalleOptions o;
   o.grace_s = ha.grace_s;
   o.horizon_s = ha.horizon_s;

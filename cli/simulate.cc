@@ -113,6 +113,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (ec || !std::filesystem::is_directory(out_dir))
       throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
   }
+  if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs
   std::vector<RunRecord> runs = run_policies(policy_objs, in, ra, in.options, !vm.count("no-bound"));
 
   // The outputs first: a run is stored only once its files are written.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "core/error.h"
+
 namespace cellsched::db {
 
 namespace {
@@ -54,6 +56,14 @@ Connection Connection::open(const std::string& path) {
                      (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
   sqlite3_extended_result_codes(raw, 1);
+  // Opening reads nothing; the first read of the header is where a file that
+  // holds something else shows. That is the caller's input, not a store fault.
+  sqlite3_busy_timeout(raw, 5000);
+  if (sqlite3_exec(raw, "PRAGMA schema_version", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    if ((sqlite3_errcode(raw) & 0xff) == SQLITE_NOTADB)
+      throw InputError(path + ": not an SQLite database (the file holds something else; give another --db)");
+    throw_sqlite_error(raw, "PRAGMA schema_version");
+  }
   return conn;
 }
 

@@ -23,7 +23,8 @@ namespace cellsched::db {
 class Connection {
  public:
   // Opens (creating if missing) `path`; ":memory:" opens a private in-memory
-  // database. Extended result codes are on. Sets no pragmas.
+  // database. Extended result codes are on. Sets no pragmas. Reads the
+  // header once: a file that is not a database is InputError.
   static Connection open(const std::string& path);
 
   sqlite3* get() const { return db_.get(); }

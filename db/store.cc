@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <ctime>
 #include <limits>
 #include <utility>
@@ -181,6 +182,12 @@ Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
+
+void check_db_file(const std::string& path) {
+  std::error_code ec;
+  if (path == ":memory:" || !std::filesystem::exists(path, ec)) return;
+  Connection::open(path);  // reads the header; a stranger file is named there
+}
 
 Store Store::open(const std::string& path) {
   Connection conn = Connection::open(path);

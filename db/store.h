@@ -22,6 +22,11 @@ class StoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// For a verb that stores only after long work: throws InputError now when
+// `path` exists and is not an SQLite database (a missing file is fine: it is
+// created when something is first stored).
+void check_db_file(const std::string& path);
+
 struct RunSummary {
   int64_t id = 0;
   std::string created_at;
@@ -47,7 +52,8 @@ class Store {
   static constexpr int kSchemaVersion = 9;
 
   // Opens (creating if missing) and migrates to kSchemaVersion. ":memory:" works.
-  // Throws StoreError; a file newer than this build is refused.
+  // Throws StoreError; a file newer than this build is refused, and one that
+  // is not an SQLite database is InputError.
   static Store open(const std::string& path);
 
   Store(Store&&) noexcept;

@@ -599,6 +599,22 @@ TEST_F(Cli, OnlineVerbsSayThingsOnce) {
   EXPECT_TRUE(st["jobs"][1]["iterations_done"].is_number_integer()) << st.dump(2);
 }
 
+TEST_F(Cli, ADbThatIsNotADatabaseIsBadInputNamedBeforeTheWork) {
+  const std::string bad = write("notes.db", "not an SQLite file\n");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8", "--policy",
+            "fifo", "--db", bad},
+           {"db", "runs", "--db", bad},
+           {"status", "--db", bad},
+           {"tune", "--model", "gpt-125m", "--gpu-type", "v100", "--gpus", "2", "--db", bad}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.err;  // it was exit 1, simulate's after the runs
+    EXPECT_NE(r.err.find(bad + ": not an SQLite database"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+  }
+  EXPECT_EQ(slurp(bad), "not an SQLite file\n");
+}
+
 TEST_F(Cli, ScheduleJsonWritesNoFilesAndClusterHintsTheShorthand) {
   Result r = run({"schedule", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8",
                   "--policy", "fifo", "--json"});

@@ -9,6 +9,7 @@
 #include <regex>
 #include <string>
 
+#include "core/error.h"
 #include "db/schema.h"
 #include "db/sqlite.h"
 #include "db/store.h"
@@ -685,7 +686,17 @@ TEST(Schema, RefusesAFileThatIsNotADatabase) {
     std::fwrite(junk.data(), 1, junk.size(), f);
     std::fclose(f);
   }
-  EXPECT_THROW(Store::open(db.path()), StoreError);
+  // The caller's input, not a store fault: InputError (exit 2), naming the file, which stays as it was.
+  try {
+    Store::open(db.path());
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(db.path() + ": not an SQLite database"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(check_db_file(db.path()), InputError);
+  EXPECT_NO_THROW(check_db_file(db.path() + ".missing"));
+  EXPECT_FALSE(std::filesystem::exists(db.path() + ".missing"));
+  EXPECT_EQ(std::filesystem::file_size(db.path()), 4096u);
 }
 
 }  // namespace
