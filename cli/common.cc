@@ -235,6 +235,26 @@ std::string hours(double seconds) { return seconds < 0 ? "-" : fixed(seconds / 3
 
 namespace cellsched::cli {
 
+void check_out_file(const char* flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string what = std::string("--") + flag + " " + path;
+  std::error_code ec;
+  if (path.empty()) throw InputError(std::string("--") + flag + ": empty path");
+  if (fs::is_directory(path, ec)) throw InputError(what + ": is a folder, not a file");
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) throw InputError(what + ": no folder " + parent.string());
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) throw InputError(what + ": folder " + parent.string() + " is not writable");
+}
+
+void check_out_dir(const char* flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec || !fs::is_directory(path))
+    throw InputError(std::string("--") + flag + " " + path + ": must be a folder that can be created" +
+                     (ec ? ": " + ec.message() : ""));
+}
+
 void check_flag_range(const char* flag, double v, double lo, double hi) {
   if (!std::isfinite(v) || v < lo || v > hi)
     throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));

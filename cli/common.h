@@ -124,6 +124,12 @@ void add_hadar_options(po::options_description& opt, PolicySettings* s);
 void check_policy_settings(const PolicySettings& s);
 // Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
 void check_flag_range(const char* flag, double v, double lo, double hi);
+// For a file written after long work: throws InputError "--FLAG PATH: ..."
+// now unless its folder exists and is writable and PATH is not a folder.
+// Creates nothing.
+void check_out_file(const char* flag, const std::string& path);
+// The same for a folder the outputs go in: created now if missing.
+void check_out_dir(const char* flag, const std::string& path);
 // `s` with each control character shown as '?' (one line, safe in a table).
 std::string printable(std::string s);
 std::string hours(double seconds);  // "12.34" (h), "-" for negative

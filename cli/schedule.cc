@@ -39,6 +39,10 @@ int cmd_schedule(const std::vector<std::string>& args) {
   check_policy_settings(ra.policy);
   auto policy = make_policy(policy_name, ra.policy);
   const ReplayInputs in = load_replay_inputs(ra);
+  // With --json and no --out the schedule goes to stdout only.
+  const bool write_files = vm.count("out") || !vm.count("json");
+  if (!vm.count("out")) out_dir = "schedule";
+  if (write_files) check_out_dir("out", out_dir);  // before the run, not after it
 
   Schedule header;
   header.policy = policy->name();
@@ -61,14 +65,8 @@ int cmd_schedule(const std::vector<std::string>& args) {
     json_text = j.dump(1);
   }
 
-  // With --json and no --out the schedule goes to stdout only.
-  const bool write_files = vm.count("out") || !vm.count("json");
-  if (!vm.count("out")) out_dir = "schedule";
   const std::filesystem::path d(out_dir);
   if (write_files) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) throw InputError(out_dir + ": cannot create directory: " + ec.message());
     std::ofstream f(d / "schedule.json");
     if (!f) throw InputError((d / "schedule.json").string() + ": cannot write");
     f << json_text << "\n";

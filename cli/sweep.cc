@@ -306,7 +306,10 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const bool drop = vm.count("drop-unrunnable") > 0;
   std::vector<long> dropped;
   const std::vector<Trace> traces = generate_traces(rates, gen, table, cluster, oracle, drop, dropped);
-  if (vm.count("out")) find_gnuplot();  // fail before the long part
+  if (vm.count("out")) {  // fail before the long part
+    check_out_dir("out", a.out_dir);
+    find_gnuplot();
+  }
 
   SimOptions so;
   so.round_s = a.round_s;

@@ -375,6 +375,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
     return 0;
   check_settings(s);
+  if (vm.count("out")) check_out_file("out", out_md);  // now, not after minutes of training
   const std::vector<Config> configs = chosen_configs(config_list);
   if (vm.count("colocation-probe") && vm.count("no-colocation-probe"))
     throw InputError("--colocation-probe and --no-colocation-probe contradict each other");

@@ -281,6 +281,16 @@ TEST_F(Cli, SweepRejectsBadRatesAndWindows) {
     EXPECT_NE(r.err.find(flag + " must be"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir_ / "out"));
+  // An --out that cannot be a folder is named before the runs, for sweep and schedule alike.
+  const std::string plain = write("plain.txt", "x\n");
+  r = run({"sweep", "--jobs", "10", "--policy", "fifo", "--out", plain});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--out " + plain + ": must be a folder"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = run({"schedule", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8", "--policy",
+           "fifo", "--out", plain});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--out " + plain + ": must be a folder"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, SweepWithoutGnuplotSaysWhatToInstall) {

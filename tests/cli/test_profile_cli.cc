@@ -253,12 +253,15 @@ TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--trials", "0"}, {"--trials", "-3"}, {"--configs", "single,zz"}, {"--configs", ""},
         {"--profile-passes", "0"}, {"--profile-passes", "99999999"}, {"--iterations", "0"}, {"--extra-trials", "-1"},
-        {"--colocation-probe", "--no-colocation-probe"}}) {
+        {"--colocation-probe", "--no-colocation-probe"}, {"--out", "/nonexistent/dir/v.md"}}) {
     std::vector<std::string> argv{"validate", "--db", db_};
     argv.insert(argv.end(), bad.begin(), bad.end());
     const Result r = run(argv);
     EXPECT_EQ(r.status, 2) << bad[0] << " " << bad[1] << ": " << r.err;
-    if (bad[1][0] != '-' && bad[0] != "--configs") {  // the flag and its range are named
+    if (bad[0] == "--out") {  // named before any training (it was after the whole run)
+      EXPECT_NE(r.err.find("--out /nonexistent/dir/v.md: no folder"), std::string::npos) << r.err;
+    }
+    if (bad[1][0] != '-' && bad[0] != "--configs" && bad[0] != "--out") {  // the flag and its range are named
       EXPECT_NE(r.err.find(bad[0] + " must be a number in ["), std::string::npos) << r.err;
     }
   }
