@@ -83,8 +83,9 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     m.hosts = positive_int(path, ln, "hosts", f[4]);
     m.gpus_per_host = positive_int(path, ln, "gpus_per_host", f[5]);
     const auto t = detail::to_double(f[6]);
-    if (!t || !std::isfinite(*t) || *t <= 0 || *t >= 1e6)
-      fail_input(path, ln, "iter_time_s must be a positive number of seconds below 1e6, got '" + f[6] + "'");
+    // From a microsecond (no training step is shorter) to below 1e6 s: 1e-300 gave errors of 1e62 %.
+    if (!t || !(*t >= 1e-6 && *t < 1e6))
+      fail_input(path, ln, "iter_time_s must be a number of seconds in [1e-6, 1e6), got '" + f[6] + "'");
     m.iter_time_s = *t;
     if (m.batch % (m.hosts * m.gpus_per_host) != 0)
       fail_input(path, ln, "batch " + f[1] + " does not split over " + std::to_string(m.hosts * m.gpus_per_host) +

@@ -139,7 +139,7 @@ TEST(Measurements, BadRowsNameFileAndLine) {
   expect_error_at(h + "resnet-18,64,fp8,v100,1,1,0.1,,sgd\n", 2, "precision");
   expect_error_at(h + "resnet-18,0,fp32,v100,1,1,0.1,,sgd\n", 2, "batch");
   expect_error_at(h + "resnet-18,64,fp32,v100,-1,1,0.1,,sgd\n", 2, "hosts");
-  for (const char* t : {"nan", "inf", "-0.1", "0", "1e308", "abc"})
+  for (const char* t : {"nan", "inf", "-0.1", "0", "1e308", "abc", "1e-300"})  // 1e-300: errors of 1e62 %
     expect_error_at(h + "resnet-18,64,fp32,v100,1,1," + t + ",,sgd\n", 2, "iter_time_s");
   expect_error_at(h + "resnet-18,63,fp32,v100,1,2,0.1,,sgd\n", 2, "does not split");
   expect_error_at(h + "resnet-18,64,fp32,v100,1,1,0.1,,lamb\n", 2, "optimizer");

@@ -114,6 +114,8 @@ TEST(MeasuredCells, BadRowsNameFileAndLine) {
       {"m,8,amp,a40,1,1,0", "iter_time_s must be positive"},
       {"m,8,amp,a40,1,1,nan", "iter_time_s must be a number"},
       {"m,8,amp,a40,1,1,1e309", "iter_time_s must be a number"},
+      {"m,8,amp,a40,1,1,1e308", "iter_time_s must be a number of seconds in [1e-6, 1e6)"},
+      {"m,8,amp,a40,1,1,1e-300", "iter_time_s must be a number of seconds in [1e-6, 1e6)"},
       {",8,amp,a40,1,1,0.5", "empty model"},
       {"m,8,,a40,1,1,0.5", "empty precision"},
       {"m,8,amp,a40,1,1", "expected 7 fields"},
