@@ -251,7 +251,7 @@ void check_out_dir(const char* flag, const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec || !fs::is_directory(path))
-    throw InputError(std::string("--") + flag + " " + path + ": must be a folder that can be created" +
+    throw InputError(path + ": --" + flag + " must be a directory that can be created" +
                      (ec ? ": " + ec.message() : ""));
 }
 

@@ -128,7 +128,8 @@ void check_flag_range(const char* flag, double v, double lo, double hi);
 // now unless its folder exists and is writable and PATH is not a folder.
 // Creates nothing.
 void check_out_file(const char* flag, const std::string& path);
-// The same for a folder the outputs go in: created now if missing.
+// The same for a folder the outputs go in: created now if missing; else
+// InputError "PATH: --FLAG must be a directory that can be created".
 void check_out_dir(const char* flag, const std::string& path);
 // `s` with each control character shown as '?' (one line, safe in a table).
 std::string printable(std::string s);

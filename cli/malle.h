@@ -40,7 +40,8 @@ inline constexpr const char* kHostModePolicies = "malletrain,freetrain,malletrai
 std::vector<HostJob> host_jobs_from_trace(const Trace& trace, const Cluster& cluster,
                                           const ThroughputOracle& oracle, double walltime_factor);
 
-// The whole mode: runs, writes --out files, stores, prints. Returns the exit status.
+// The whole mode: runs, writes --out files, stores, prints. Returns the exit
+// status. `ha` has passed check_host_mode_args (cmd_simulate checks it).
 int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& policies,
                   const po::variables_map& vm, const std::string& db_path, const std::string& out_dir);
 

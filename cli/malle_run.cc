@@ -159,7 +159,6 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
 
 int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& names,
                   const po::variables_map& vm, const std::string& db_path, const std::string& out_dir) {
-  check_host_mode_args(ha, vm);
   std::vector<MallePolicy> policies;
   for (const std::string& n : names) {
     try {
@@ -176,12 +175,7 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
                        std::to_string(in.cluster.nodes.front().gpus) + ")");
   const std::vector<HostJob> primary = host_jobs_from_trace(in.trace, in.cluster, *in.oracle, ha.walltime_factor);
   const std::vector<MalleableJob> mix = load_malleable_mix(ha.malleable, in.table, *in.oracle, in.cluster, ra.seed);
-  if (vm.count("out")) {
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec || !std::filesystem::is_directory(out_dir))
-      throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
-  }
+  if (vm.count("out")) check_out_dir("out", out_dir);
   if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs
   MalleOptions o;
   o.grace_s = ha.grace_s;

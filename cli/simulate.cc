@@ -107,12 +107,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   check_policy_settings(ra.policy);
   for (const std::string& n : names) policy_objs.push_back(make_policy(n, ra.policy));
   const ReplayInputs in = load_replay_inputs(ra);
-  if (vm.count("out")) {  // a place the outputs cannot go is found before anything runs
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec || !std::filesystem::is_directory(out_dir))
-      throw InputError(out_dir + ": --out must be a directory that can be created" + (ec ? ": " + ec.message() : ""));
-  }
+  if (vm.count("out")) check_out_dir("out", out_dir);  // a place the outputs cannot go is found before anything runs
   if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs
   std::vector<RunRecord> runs = run_policies(policy_objs, in, ra, in.options, !vm.count("no-bound"));
 

@@ -243,8 +243,7 @@ void print_sweep_header(const SweepArgs& a, const Cluster& cluster, long first, 
 
 // The --jobs and the steady-state window's job ids [first, last), checked.
 std::pair<long, long> job_window(const SweepArgs& a) {
-  if (a.jobs <= 0 || a.jobs > kMaxGeneratedJobs)
-    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(a.jobs));
+  check_flag_range("jobs", static_cast<double>(a.jobs), 1, kMaxGeneratedJobs);
   if (!(a.window_start >= 0 && a.window_start < a.window_end && a.window_end <= 1))
     throw InputError("--window-start/--window-end: need 0 <= start < end <= 1");
   const long first = static_cast<long>(std::ceil(a.window_start * a.jobs - 1e-9));

@@ -43,8 +43,7 @@ int trace_generate(const std::vector<std::string>& args) {
       ("output,o", po::value(&out)->default_value("-"), "output CSV (- for stdout)");
   po::variables_map vm;
   if (!parse("cellsched trace generate [options]", args, opt, {}, vm)) return 0;
-  if (g.jobs <= 0 || g.jobs > kMaxGeneratedJobs)
-    throw InputError("--jobs must be in [1, " + std::to_string(kMaxGeneratedJobs) + "], got " + std::to_string(g.jobs));
+  check_flag_range("jobs", static_cast<double>(g.jobs), 1, kMaxGeneratedJobs);
   check_flag_range("interarrival", g.mean_interarrival_s, 0, 1e7);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
   write_csv(generate_trace(table, g), out);

@@ -285,12 +285,12 @@ TEST_F(Cli, SweepRejectsBadRatesAndWindows) {
   const std::string plain = write("plain.txt", "x\n");
   r = run({"sweep", "--jobs", "10", "--policy", "fifo", "--out", plain});
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("--out " + plain + ": must be a folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(plain + ": --out must be a directory that can be created"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
   r = run({"schedule", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8", "--policy",
            "fifo", "--out", plain});
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("--out " + plain + ": must be a folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(plain + ": --out must be a directory that can be created"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, SweepWithoutGnuplotSaysWhatToInstall) {
