@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/gpu.h"
 #include "db/store.h"
 #include "scheduler/policy.h"
 
@@ -235,11 +236,23 @@ std::string hours(double seconds) { return seconds < 0 ? "-" : fixed(seconds / 3
 
 namespace cellsched::cli {
 
+namespace {
+
+// A newline or other control character in an output path breaks the gnuplot
+// scripts and every log that names the file; it is a typo, not a name.
+void check_no_control(const char* flag, const std::string& path) {
+  if (printable(path) != path)
+    throw InputError(std::string("--") + flag + " '" + printable(path) + "': the path has a control character");
+}
+
+}  // namespace
+
 void check_out_file(const char* flag, const std::string& path) {
   namespace fs = std::filesystem;
   const std::string what = std::string("--") + flag + " " + path;
   std::error_code ec;
   if (path.empty()) throw InputError(std::string("--") + flag + ": empty path");
+  check_no_control(flag, path);
   if (fs::is_directory(path, ec)) throw InputError(what + ": is a folder, not a file");
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) throw InputError(what + ": no folder " + parent.string());
@@ -249,6 +262,8 @@ void check_out_file(const char* flag, const std::string& path) {
 void check_out_dir(const char* flag, const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (path.empty()) throw InputError(std::string("--") + flag + ": empty path");
+  check_no_control(flag, path);
   fs::create_directories(path, ec);
   if (ec || !fs::is_directory(path))
     throw InputError(path + ": --" + flag + " must be a directory that can be created" +
@@ -258,6 +273,19 @@ void check_out_dir(const char* flag, const std::string& path) {
 void check_flag_range(const char* flag, double v, double lo, double hi) {
   if (!std::isfinite(v) || v < lo || v > hi)
     throw InputError(std::string("--") + flag + " must be a number in [" + num(lo) + ", " + num(hi) + "], got " + num(v));
+}
+
+void check_limit(long limit) {
+  if (limit != -1 && limit < 1)
+    throw InputError("--limit must be a number of jobs >= 1 (-1: all, the default), got " + std::to_string(limit));
+}
+
+std::string reference_gpu_flag(const std::string& name) {
+  try {
+    return canonical_gpu_name(name);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--reference-gpu: ") + e.what());
+  }
 }
 
 }  // namespace cellsched::cli

@@ -124,6 +124,12 @@ void add_hadar_options(po::options_description& opt, PolicySettings* s);
 void check_policy_settings(const PolicySettings& s);
 // Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
 void check_flag_range(const char* flag, double v, double lo, double hi);
+// --limit N: N >= 1 jobs, or -1 (the default) for all; InputError otherwise.
+void check_limit(long limit);
+// --reference-gpu's value as the catalogue's canonical name; InputError
+// naming the flag and the known types when the catalogue lacks it, whether
+// or not the trace format uses it.
+std::string reference_gpu_flag(const std::string& name);
 // For a file written after long work: throws InputError "--FLAG PATH: ..."
 // now unless its folder exists and is writable and PATH is not a folder.
 // Creates nothing.

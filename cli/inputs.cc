@@ -40,7 +40,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("locality-penalty", po::value(&a.locality_penalty)->default_value(0.8), "measured: throughput factor for a multi-host cell taken from a one-host one, (0, 1]")
       ("replay-failures", po::bool_switch(&a.replay_failures), "replay the trace's failed attempts (Philly's raw job log): a job fails where its attempt failed and is retried")
       ("cells-precision", po::value(&a.cells_precision), "measured: use the cells of this precision (default: each model's first in the file)")
-      ("cells-db", po::value(&a.cells_db)->default_value(default_db_path()), "cells: SQLite file with the profiles; cells are tuned on demand and stored there")
+      ("cells-db", po::value(&a.cells_db), "cells: SQLite file with the profiles (default: cellsched.db); cells are tuned on demand and stored there")
       ("model-mix", po::value(&a.model_mix), "cells: Philly jobs onto zoo models, e.g. gpt-125m@32:0.5,moe-tiny@16:0.5 (model@global batch:weight)")
       ("precision", po::value(&a.precision), "cells: train at fp32, tf32, fp16 or bf16 (default: the model's, else bf16/fp16 where the type has it); cells at an explicit precision are tuned in memory, not stored");
   add_hadar_options(opt, &a.policy);
@@ -119,6 +119,7 @@ void check_engine_numbers(const ReplayArgs& a) {
   fork_model_arg(a.fork_efficiency, a.fork_scaling);
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
        "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
+  check_limit(a.limit);
   need(a.locality_penalty > 0 && a.locality_penalty <= 1,
        "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));
 }
@@ -134,10 +135,10 @@ void make_oracle(const ReplayArgs& a, ReplayInputs& in) {
     eo.network_gbps = in.cluster.network_gbps;
     // A database that does not exist is not created: with no profiles, GPU
     // types are modeled and their cells tuned in memory.
-    const bool missing = a.cells_db != ":memory:" && !std::filesystem::exists(a.cells_db);
+    const std::string path = a.cells_db.empty() ? default_db_path() : a.cells_db;
+    const bool missing = path != ":memory:" && !std::filesystem::exists(path);
     const bool stored = a.precision.empty() && in.cluster.network_gbps <= 0 && !missing;
-    in.cells = std::make_unique<db::CellStore>(db::CellStore::open(stored ? a.cells_db : ":memory:"));
-    const std::string path = a.cells_db;
+    in.cells = std::make_unique<db::CellStore>(db::CellStore::open(stored ? path : ":memory:"));
     // Profiles: the model's newest compute profile (on the type, else
     // anywhere, extrapolated), the newest comm profile on the type if any.
     auto factory = [path, eo](const std::string& model, const std::string& gpu_type)
@@ -160,7 +161,10 @@ void make_oracle(const ReplayArgs& a, ReplayInputs& in) {
   }
   if (a.oracle != "measured" && !a.cells_table.empty())
     throw InputError("--cells-table needs --oracle measured");
+  if (a.oracle != "measured" && !a.cells_precision.empty())
+    throw InputError("--cells-precision needs --oracle measured");
   if (a.oracle != "cells" && !a.precision.empty()) throw InputError("--precision needs --oracle cells");
+  if (a.oracle != "cells" && !a.cells_db.empty()) throw InputError("--cells-db needs --oracle cells");
   if (a.oracle != "cells" && !a.model_mix.empty()) {
     throw InputError("--model-mix needs --oracle cells");
   }
@@ -189,7 +193,7 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid) {
   ro.format = parse_trace_format(a.format);
   ro.table = &in.table;
   ro.seed = a.seed;
-  ro.reference_gpu = a.ref_gpu;
+  ro.reference_gpu = reference_gpu_flag(a.ref_gpu);
   ro.limit = a.limit;
   ro.gpu_map = gpu_map;
   if (!a.model_map.empty()) ro.model_map = parse_name_map(a.model_map, "--model-map");

@@ -42,6 +42,11 @@ void check_host_mode_args(const HostModeArgs& a, const po::variables_map& vm) {
         throw InputError(std::string("--") + flag + " applies only to the host-scheduler mode (--malleable)");
     return;
   }
+  // The rigid engine's flags: host mode has no rounds, restarts or copies.
+  for (const char* flag : {"round", "restart", "fork-efficiency", "fork-scaling", "consolidation",
+                           "hadar-spare-exponent", "hadar-ratio-exponent", "hadar-ratio-cap", "no-bound"})
+    if (vm.count(flag) && !vm[flag].defaulted())
+      throw InputError(std::string("--") + flag + " does not apply to the host-scheduler mode (--malleable)");
   check_flag_range("grace", a.grace_s, 0, 86400);
   check_flag_range("window-horizon", a.horizon_s, 1, 1e8);
   check_flag_range("walltime-factor", a.walltime_factor, 1, 1000);

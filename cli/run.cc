@@ -148,6 +148,7 @@ int cmd_run(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("cellsched run --nodes NODES.yaml [options]", args, opts, {}, vm)) return 0;
   check_run_options(o);
+  if (vm.count("work-dir")) check_out_dir("work-dir", work_dir);
   o.fork_scaling = fork_model_arg(o.fork_efficiency, fork_scaling).scaling;
   const Cluster cluster = load_cluster(nodes);
   runner::validate_nodes(cluster, nodes);

@@ -301,7 +301,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   GenerateOptions gen;
   gen.jobs = a.jobs;
   gen.seed = a.seed;
-  gen.reference_gpu = a.reference_gpu;
+  gen.reference_gpu = reference_gpu_flag(a.reference_gpu);
   const bool drop = vm.count("drop-unrunnable") > 0;
   std::vector<long> dropped;
   const std::vector<Trace> traces = generate_traces(rates, gen, table, cluster, oracle, drop, dropped);

@@ -1,4 +1,5 @@
 // `cellsched trace generate|inspect|convert`, `cellsched cluster`, `cellsched gpus`.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -14,11 +15,29 @@
 namespace cellsched::cli {
 namespace {
 
-// Writes to `path`, or stdout for "-"; the file appears only when complete.
-void write_csv(const Trace& trace, const std::string& path) {
-  if (path == "-") {
+// Writes to `path`, or stdout for "-"; a file appears only when complete.
+// A device or pipe (/dev/null, a FIFO) is written in place: renaming onto it
+// would replace /dev/null with a plain file. A link is followed, not replaced.
+void write_csv(const Trace& trace, const std::string& given) {
+  namespace fs = std::filesystem;
+  if (given == "-") {
     write_trace_csv(trace, std::cout);
     return;
+  }
+  std::error_code ec;
+  const fs::file_status st = fs::status(given, ec);
+  if (fs::is_directory(st)) throw InputError(given + ": is a folder (-o names the CSV file)");
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    std::ofstream f(given);
+    if (!f) throw InputError(given + ": cannot write");
+    write_trace_csv(trace, f);
+    if (!f.flush()) throw InputError(given + ": write failed");
+    return;
+  }
+  std::string path = given;
+  if (fs::is_symlink(fs::symlink_status(given, ec))) {
+    const fs::path target = fs::weakly_canonical(given, ec);
+    if (!ec && !target.empty()) path = target.string();
   }
   const std::string tmp = path + ".tmp";
   {
@@ -45,6 +64,7 @@ int trace_generate(const std::vector<std::string>& args) {
   if (!parse("cellsched trace generate [options]", args, opt, {}, vm)) return 0;
   check_flag_range("jobs", static_cast<double>(g.jobs), 1, kMaxGeneratedJobs);
   check_flag_range("interarrival", g.mean_interarrival_s, 0, 1e7);
+  g.reference_gpu = reference_gpu_flag(g.reference_gpu);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
   write_csv(generate_trace(table, g), out);
   if (out != "-") std::cerr << "wrote " << g.jobs << " jobs to " << out << "\n";
@@ -73,7 +93,8 @@ Trace read(const ReadArgs& r, ThroughputTable& table) {
   TraceReadOptions ro;
   ro.format = parse_trace_format(r.format);
   ro.seed = r.seed;
-  ro.reference_gpu = r.ref_gpu;
+  ro.reference_gpu = reference_gpu_flag(r.ref_gpu);
+  check_limit(r.limit);
   ro.limit = r.limit;
   if (!r.model_map.empty()) ro.model_map = parse_name_map(r.model_map, "--model-map");
   if (!r.gpu_map.empty()) ro.gpu_map = parse_name_map(r.gpu_map, "--gpu-map");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -47,12 +48,36 @@ void Connection::Close::operator()(sqlite3* db) const noexcept {
 
 Connection::Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 
+namespace {
+
+// The path is the user's --db: one that cannot hold a database is their
+// input, named before SQLite turns it into "unable to open" or "disk I/O error".
+void check_db_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path == ":memory:") return;
+  if (path.empty()) throw InputError("the database path is empty (give --db FILE)");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) throw InputError(path + ": is a folder, not an SQLite database file");
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw InputError(path + ": not a regular file (an SQLite database is a plain file)");
+  if (!fs::exists(st)) {
+    const fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec))
+      throw InputError(path + ": folder " + parent.string() + " does not exist");
+  }
+}
+
+}  // namespace
+
 Connection Connection::open(const std::string& path) {
+  check_db_path(path);
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   Connection conn(raw, path);  // owns raw even on failure
   if (rc != SQLITE_OK) {
-    throw StoreError(path + ": cannot open database: " +
+    // The path was checked above, so what is left is the user's too (permissions).
+    throw InputError(path + ": cannot open database: " +
                      (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   }
   sqlite3_extended_result_codes(raw, 1);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/error.h"
 #include "db/schema.h"
 #include "db/sqlite.h"
 
@@ -184,8 +185,15 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 void check_db_file(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (path == ":memory:" || !std::filesystem::exists(path, ec)) return;
+  if (path == ":memory:") return;
+  if (!path.empty() && !fs::exists(path, ec)) {  // created later, so its folder must be there now
+    const fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec))
+      throw InputError(path + ": folder " + parent.string() + " does not exist");
+    return;
+  }
   Connection::open(path);  // reads the header; a stranger file is named there
 }
 

@@ -23,8 +23,8 @@ class StoreError : public std::runtime_error {
 };
 
 // For a verb that stores only after long work: throws InputError now when
-// `path` exists and is not an SQLite database (a missing file is fine: it is
-// created when something is first stored).
+// `path` exists and is not an SQLite database, or is missing and so is its
+// folder (a missing file is fine: it is created when something is first stored).
 void check_db_file(const std::string& path);
 
 struct RunSummary {

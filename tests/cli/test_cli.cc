@@ -8,6 +8,9 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
+
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -623,6 +626,89 @@ TEST_F(Cli, ADbThatIsNotADatabaseIsBadInputNamedBeforeTheWork) {
     EXPECT_EQ(r.out, "") << args[0];
   }
   EXPECT_EQ(slurp(bad), "not an SQLite file\n");
+}
+
+// A --db that cannot hold a database (a folder, a device, a missing folder)
+// was exit 1 "unable to open database file" or "disk I/O error".
+TEST_F(Cli, ADbPathThatCannotHoldADatabaseIsNamed) {
+  fs::create_directory(dir_ / "folder");
+  const std::string folder = (dir_ / "folder").string();
+  const std::string missing = (dir_ / "nowhere" / "x.db").string();
+  for (const auto& [path, says] : std::vector<std::pair<std::string, std::string>>{
+           {folder, ": is a folder"}, {missing, ": folder "}, {"/dev/null", ": not a regular file"}}) {
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"status", "--db", path},
+             {"cancel", "--job", "1", "--db", path},
+             {"db", "show", "--run", "1", "--db", path},
+             {"estimate", "--model", "gpt-125m", "--gpu-type", "a100-80", "--db", path}}) {
+      if (path != folder && args[0] == "estimate") continue;  // estimate reads a file only where one is
+      const Result r = run(args);
+      EXPECT_EQ(r.status, 2) << args[0] << " " << path << ": " << r.err;
+      // a missing file: "no such database", with the verb that makes one
+      const bool missing_ok = path == missing;
+      EXPECT_NE(r.err.find(missing_ok ? path + ": no such database" : path + says), std::string::npos) << r.err;
+    }
+  }
+  // Named before the runs, not when they are stored.
+  const Result sim = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster",
+                          "v100:8", "--policy", "fifo", "--db", missing});
+  EXPECT_EQ(sim.status, 2) << sim.err;
+  EXPECT_NE(sim.err.find(missing + ": folder "), std::string::npos) << sim.err;
+  EXPECT_EQ(sim.out, "");
+  EXPECT_FALSE(fs::exists(dir_ / "nowhere"));
+}
+
+// Flags that do not apply, or whose value no trace format reads, were taken silently.
+TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
+  const std::string trace = examples("data/gavel/traces/small_test.trace");
+  for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--reference-gpu", "bogus"}, "--reference-gpu: unknown GPU type 'bogus'"},
+           {{"--limit", "-5"}, "--limit must be"},
+           {{"--limit", "0"}, "--limit must be"},
+           {{"--cells-precision", "fp16"}, "--cells-precision needs --oracle measured"},
+           {{"--cells-db", "x.db"}, "--cells-db needs --oracle cells"}}) {
+    std::vector<std::string> args = {"simulate", "--trace", trace, "--cluster", "v100:8", "--policy", "fifo", "--no-db"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << extra[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  for (const std::string verb : {"inspect", "convert"}) {
+    const Result r = run({"trace", verb, trace, "--reference-gpu", "h999"});
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find("--reference-gpu: unknown GPU type 'h999'"), std::string::npos) << r.err;
+  }
+  const Result lim = run({"trace", "inspect", trace, "--limit", "-2"});
+  EXPECT_EQ(lim.status, 2) << lim.err;
+  const Result gen = run({"trace", "generate", "--reference-gpu", "nope"});
+  EXPECT_EQ(gen.status, 2) << gen.err;
+  // An alias is the catalogue's type.
+  EXPECT_EQ(run({"trace", "generate", "--jobs", "3", "--reference-gpu", "V100"}).out,
+            run({"trace", "generate", "--jobs", "3"}).out);
+}
+
+// -o onto a link writes its target; onto a pipe or device, in place (the
+// rename that makes a file appear whole replaced /dev/null with a file).
+TEST_F(Cli, TraceOutputKeepsLinksAndPipes) {
+  const fs::path target = dir_ / "target.csv", link = dir_ / "link.csv";
+  std::ofstream(target) << "old\n";
+  fs::create_symlink(target, link);
+  ASSERT_EQ(run({"trace", "generate", "--jobs", "4", "-o", link.string()}).status, 0);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_NE(slurp(target.string()).find("id,arrival_s"), std::string::npos);
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo.string()); });
+  const Result r = run({"trace", "generate", "--jobs", "4", "-o", fifo.string()});
+  reader.join();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(got, slurp(target.string()));
+  const Result dir = run({"trace", "generate", "-o", dir_.string()});
+  EXPECT_EQ(dir.status, 2) << dir.err;
+  EXPECT_NE(dir.err.find("is a folder"), std::string::npos) << dir.err;
 }
 
 TEST_F(Cli, ScheduleJsonWritesNoFilesAndClusterHintsTheShorthand) {

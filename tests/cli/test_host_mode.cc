@@ -122,6 +122,14 @@ TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
     EXPECT_NE(r.err.find(flag[0] + (flag[0] == "--policy" ? ": unknown host-mode policy" : " must be")), std::string::npos)
         << r.err;
   }
+  // The rigid engine's flags have no meaning here; they were ignored silently.
+  for (const std::string flag : {"--fork-efficiency", "--round", "--restart", "--hadar-ratio-cap"}) {
+    std::vector<std::string> args = base(good);
+    args.insert(args.end(), {flag, "1"});
+    const Result r = run(args);
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find(flag + " does not apply to the host-scheduler mode"), std::string::npos) << r.err;
+  }
   // A primary job larger than the cluster is named.
   std::vector<std::string> small = base(good);
   small[6] = "v100:4";

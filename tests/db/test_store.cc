@@ -292,9 +292,10 @@ TEST(Sqlite, TransactionRollsBackUnlessCommitted) {
   EXPECT_EQ(count_rows(conn, "t"), 1);
 }
 
-TEST(Sqlite, OpenFailureIsAStoreError) {
-  EXPECT_THROW(Connection::open("/nonexistent-dir-cellsched/x/y.db"), StoreError);
-  EXPECT_THROW(Store::open("/nonexistent-dir-cellsched/x/y.db"), StoreError);
+// The path is the user's --db: a file that cannot be opened is bad input (exit 2).
+TEST(Sqlite, OpenFailureIsBadInput) {
+  EXPECT_THROW(Connection::open("/nonexistent-dir-cellsched/x/y.db"), InputError);
+  EXPECT_THROW(Store::open("/nonexistent-dir-cellsched/x/y.db"), InputError);
 }
 
 // ---- round trips ----
@@ -697,6 +698,11 @@ TEST(Schema, RefusesAFileThatIsNotADatabase) {
   EXPECT_NO_THROW(check_db_file(db.path() + ".missing"));
   EXPECT_FALSE(std::filesystem::exists(db.path() + ".missing"));
   EXPECT_EQ(std::filesystem::file_size(db.path()), 4096u);
+  // A folder, a device and a file in a missing folder are the caller's input too.
+  const std::string folder = std::filesystem::path(db.path()).parent_path().string();
+  for (const std::string& p : {folder, std::string("/dev/null"), db.path() + ".d/missing/x.db", std::string()})
+    EXPECT_THROW(Store::open(p), InputError) << p;
+  EXPECT_FALSE(std::filesystem::exists(db.path() + ".d"));
 }
 
 }  // namespace
