@@ -1,4 +1,5 @@
 // `cellsched trace generate|inspect|convert`, `cellsched cluster`, `cellsched gpus`.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -120,7 +121,12 @@ int trace_inspect(const std::vector<std::string>& args) {
                         {"first_arrival_s", s.first_arrival_s}, {"last_arrival_s", s.last_arrival_s},
                         {"mean_interarrival_s", s.mean_interarrival_s},
                         {"total_gpu_iterations", s.total_gpu_iterations},
-                        {"mean_duration_s", s.mean_duration_hint_s}};
+                        {"mean_duration_s", nullptr}};
+    // A count is an integer where it is whole (imports can make fractional
+    // iterations); no duration in the trace is null, not -1.
+    if (s.total_gpu_iterations == std::floor(s.total_gpu_iterations) && s.total_gpu_iterations < 9007199254740992.0)
+      j["total_gpu_iterations"] = static_cast<int64_t>(s.total_gpu_iterations);
+    if (s.mean_duration_hint_s >= 0) j["mean_duration_s"] = s.mean_duration_hint_s;
     nlohmann::json hist = nlohmann::json::object();
     for (const auto& [g, c] : s.gpus_histogram) hist[std::to_string(g)] = c;
     j["gpus"] = hist;

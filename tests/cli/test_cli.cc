@@ -193,7 +193,14 @@ TEST_F(Cli, TraceGenerateIsReproducibleAndConvertRoundTrips) {
   EXPECT_EQ(conv.out, a.out);
   Result insp = run({"trace", "inspect", gen, "--json"});
   ASSERT_EQ(insp.status, 0) << insp.err;
-  EXPECT_EQ(nlohmann::json::parse(insp.out)["jobs"], 300);
+  const nlohmann::json ij = nlohmann::json::parse(insp.out);
+  EXPECT_EQ(ij["jobs"], 300);
+  EXPECT_TRUE(ij["total_gpu_iterations"].is_number_integer()) << ij["total_gpu_iterations"];
+  EXPECT_GT(ij["mean_duration_s"].get<double>(), 0);  // the generator writes each job's duration
+  // Gavel's traces carry none: null, where it was -1.
+  Result gavel = run({"trace", "inspect", examples("data/gavel/traces/small_test.trace"), "--json"});
+  ASSERT_EQ(gavel.status, 0) << gavel.err;
+  EXPECT_TRUE(nlohmann::json::parse(gavel.out)["mean_duration_s"].is_null()) << gavel.out;
   // A gap of 1e308 s wrote arrivals of inf; now the range is named.
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
            {"--interarrival", "1e308"}, {"--interarrival", "nan"}, {"--interarrival", "-1"}, {"--jobs", "100000000"}}) {
