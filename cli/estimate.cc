@@ -355,7 +355,12 @@ int cmd_tune(const std::vector<std::string>& args) {
   }
   if (!r.feasible) {
     std::cerr << "cellsched tune: no plan of " << c.gpus << " " << cm.gpu_type() << " GPUs fits "
-              << l.model.name << " in memory\n";
+              << l.model.name << " in memory";
+    // Gradient accumulation splits the batch in power-of-two counts that divide it.
+    const long split = c.batch & -c.batch;
+    if (split < c.batch)
+      std::cerr << " (micro-batch counts tried: powers of two dividing " << c.batch << ", up to " << split << ")";
+    std::cerr << "\n";
     return 1;
   }
   print_tuned(r, secs, pid, json, store ? c.db_path : "");

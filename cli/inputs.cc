@@ -34,7 +34,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("fork-efficiency", fork_efficiency_value(&a.fork_efficiency), kForkEfficiencyHelp)
       ("fork-scaling", po::value(&a.fork_scaling)->default_value("noise"), kForkScalingHelp)
       ("consolidation", po::value(&a.consolidation_s)->default_value(0), "hadare: seconds a round with copies loses to averaging them")
-      ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop after this many simulated seconds (<0: run to the end)")
+      ("horizon", po::value(&a.horizon_s)->default_value(-1), "stop before the first round that starts this many simulated seconds after the first arrival (<0: run to the end)")
       ("oracle", po::value(&a.oracle)->default_value("table"), "throughputs from Gavel's measured table (table), tuned cells of zoo models (cells), or your measured cells (measured, with --cells-table)")
       ("cells-table", po::value(&a.cells_table), "measured: CSV model,batch,precision,gpu_type,hosts,gpus_per_host,iter_time_s")
       ("locality-penalty", po::value(&a.locality_penalty)->default_value(0.8), "measured: throughput factor for a multi-host cell taken from a one-host one, (0, 1]")
@@ -119,6 +119,8 @@ void check_engine_numbers(const ReplayArgs& a) {
   fork_model_arg(a.fork_efficiency, a.fork_scaling);
   need(!std::isnan(a.horizon_s) && a.horizon_s <= 1e12,
        "--horizon must be a number of seconds up to 1e12 (negative: none), got " + num(a.horizon_s));
+  need(a.horizon_s != 0, "--horizon 0 stops before the first round, so nothing would run: give a positive "
+                         "number of seconds, or a negative one (the default) for none");
   check_limit(a.limit);
   need(a.locality_penalty > 0 && a.locality_penalty <= 1,
        "--locality-penalty must be in (0, 1], got " + num(a.locality_penalty));

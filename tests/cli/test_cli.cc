@@ -418,6 +418,11 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   r = run({"tune", "--model", "gpt-125m", "--gpu-type", "a100-80", "--gpus", "8192", "--batch", "8", "--no-db"});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("no plan of 8192 GPUs splits a global batch of 8"), std::string::npos) << r.err;
+  // A model that does not fit is an answer (exit 1); an odd batch says how far it could be split.
+  r = run({"tune", "--model", "gpt-1.3b", "--gpu-type", "v100", "--gpus", "1", "--batch", "99", "--no-db"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("fits gpt-1.3b in memory (micro-batch counts tried: powers of two dividing 99, up to 1)"),
+            std::string::npos) << r.err;
   // The shipped comparison runs; a bad row is named by file and line, exit 2.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -673,7 +678,8 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
            {{"--limit", "-5"}, "--limit must be"},
            {{"--limit", "0"}, "--limit must be"},
            {{"--cells-precision", "fp16"}, "--cells-precision needs --oracle measured"},
-           {{"--cells-db", "x.db"}, "--cells-db needs --oracle cells"}}) {
+           {{"--cells-db", "x.db"}, "--cells-db needs --oracle cells"},
+           {{"--horizon", "0"}, "--horizon 0 stops before the first round"}}) {
     std::vector<std::string> args = {"simulate", "--trace", trace, "--cluster", "v100:8", "--policy", "fifo", "--no-db"};
     args.insert(args.end(), extra.begin(), extra.end());
     const Result r = run(args);
@@ -686,6 +692,12 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_NE(r.err.find("--reference-gpu: unknown GPU type 'h999'"), std::string::npos) << r.err;
   }
+  // A horizon that ends before any job does: no JCT, TTD or CRU, where the table said 0.00.
+  const std::string three = write("three.csv", run({"trace", "generate", "--jobs", "3"}).out);
+  const Result early = run({"simulate", "--trace", three, "--cluster", "v100:8", "--policy", "fifo", "--no-db",
+                            "--horizon", "1"});
+  ASSERT_EQ(early.status, 0) << early.err;
+  EXPECT_TRUE(std::regex_search(early.out, std::regex("fifo +3 +0 +- +- +- +- "))) << early.out;
   const Result lim = run({"trace", "inspect", trace, "--limit", "-2"});
   EXPECT_EQ(lim.status, 2) << lim.err;
   const Result gen = run({"trace", "generate", "--reference-gpu", "nope"});
