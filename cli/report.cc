@@ -26,11 +26,13 @@ void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
            "TTD h", "TTD/bound", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
   for (const RunRecord& r : runs) {
     const RunMetrics& m = r.metrics;
-    // No job done (a short --horizon): no JCT, TTD or CRU to show, not 0.00.
-    const auto done = [&m](const std::string& v) { return m.completed > 0 ? v : std::string("-"); };
-    t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), done(hours(m.jct_mean_s)),
-           done(hours(m.jct_median_s)), done(hours(m.jct_p95_s)), done(hours(m.jct_p99_s)), hours(m.queue_mean_s),
-           done(hours(m.ttd_s)), ratio(m, "ttd_over_bound"), done(fixed(m.cru, 3)), fixed(m.decision_mean_ms, 3),
+    // No job done (a short --horizon): no JCT to show, not 0.00; and no TTD or
+    // CRU where none was measured (host mode measures its span without one).
+    const auto jct = [&m](double s) { return m.completed > 0 ? hours(s) : std::string("-"); };
+    const bool span = m.ttd_s > 0;
+    t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), jct(m.jct_mean_s), jct(m.jct_median_s),
+           jct(m.jct_p95_s), jct(m.jct_p99_s), hours(m.queue_mean_s), span ? hours(m.ttd_s) : "-",
+           ratio(m, "ttd_over_bound"), span ? fixed(m.cru, 3) : "-", fixed(m.decision_mean_ms, 3),
            fixed(m.decision_p99_ms, 3), std::to_string(m.rounds), fixed(m.wall_s, 2)});
   }
   t.print(out);
