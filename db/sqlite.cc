@@ -48,10 +48,6 @@ void Connection::Close::operator()(sqlite3* db) const noexcept {
 
 Connection::Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 
-namespace {
-
-// The path is the user's --db: one that cannot hold a database is their
-// input, named before SQLite turns it into "unable to open" or "disk I/O error".
 void check_db_path(const std::string& path) {
   namespace fs = std::filesystem;
   if (path == ":memory:") return;
@@ -67,8 +63,6 @@ void check_db_path(const std::string& path) {
       throw InputError(path + ": folder " + parent.string() + " does not exist");
   }
 }
-
-}  // namespace
 
 Connection Connection::open(const std::string& path) {
   check_db_path(path);

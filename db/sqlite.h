@@ -20,6 +20,12 @@ namespace cellsched::db {
 
 // An open database handle; closes it when destroyed. Not thread-safe: one
 // Connection per thread.
+// The path is the user's --db: one that cannot hold a database (a folder, a
+// device, a file in a missing folder, "") is their input, an InputError named
+// before SQLite turns it into "unable to open" or "disk I/O error".
+// ":memory:" passes. Connection::open calls it first.
+void check_db_path(const std::string& path);
+
 class Connection {
  public:
   // Opens (creating if missing) `path`; ":memory:" opens a private in-memory

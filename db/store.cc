@@ -187,13 +187,8 @@ Store::~Store() = default;
 void check_db_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (path == ":memory:") return;
-  if (!path.empty() && !fs::exists(path, ec)) {  // created later, so its folder must be there now
-    const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec))
-      throw InputError(path + ": folder " + parent.string() + " does not exist");
-    return;
-  }
+  check_db_path(path);                   // a folder, a device, a missing folder: named now
+  if (!fs::exists(path, ec)) return;     // created when something is first stored
   Connection::open(path);  // reads the header; a stranger file is named there
 }
 
