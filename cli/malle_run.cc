@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +66,16 @@ nlohmann::json entry(const MalleResult& r) {
   j["malleable_completed"] = r.malleable_completed;
   j["primary_jobs"] = r.primary_jobs;
   j["nodes"] = r.nodes;
+  // The malleable jobs' completion and queueing times (null when none).
+  std::vector<double> jct, queue;
+  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+  for (const JobResult& x : r.jobs) {
+    if (x.finished()) jct.push_back(x.jct_s() / 3600);
+    if (x.first_start_s >= 0) queue.push_back(x.queueing_s() / 3600);
+  }
+  j["jct_mean_h"] = jct.empty() ? nlohmann::json() : nlohmann::json(mean(jct));
+  j["jct_median_h"] = jct.empty() ? nlohmann::json() : nlohmann::json(percentile(jct, 50));
+  j["queue_mean_h"] = queue.empty() ? nlohmann::json() : nlohmann::json(mean(queue));
   j["span_h"] = r.span_s / 3600;
   j["idle_node_hours"] = r.idle_node_s / 3600;
   j["malleable_node_hours"] = r.malleable_node_s / 3600;
@@ -139,6 +150,15 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
                 {"window_horizon_s", num(ha.horizon_s)}, {"walltime_factor", num(ha.walltime_factor)},
                 {"reclaim", ha.reclaim}, {"milp_time_limit_s", num(ha.milp_limit_s)},
                 {"checkpoint_s", num(ha.checkpoint_s)}};
+  // JCT and queueing of the malleable jobs, by the one definition; the span
+  // and CRU below are host mode's own (the primary workload sets the span).
+  const int gpn = in.cluster.nodes.front().gpus;
+  for (JobResult j : r.jobs) {
+    j.gpus *= gpn;
+    j.gpu_seconds *= gpn;
+    run.jobs.push_back(std::move(j));
+  }
+  run.metrics = compute_metrics(run.jobs, run.cluster_gpus, {}, 0, 0);
   run.metrics.jobs = r.malleable_jobs;
   run.metrics.completed = r.malleable_completed;
   run.metrics.rounds = r.decisions;
@@ -148,9 +168,9 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
   run.metrics.decision_mean_ms = percentile(r.decision_ms, 50);
   run.metrics.decision_p99_ms = percentile(r.decision_ms, 99);
   const nlohmann::json e = entry(r);
-  for (const auto& [k, v] : e.items())
-    if (v.is_number()) run.metrics.extra[k] = v.get<double>();
-  const int gpn = in.cluster.nodes.front().gpus;
+  for (const auto& [k, v] : e.items())  // the hours are in jct_*_s and queue_*_s already
+    if (v.is_number() && k != "jct_mean_h" && k != "jct_median_h" && k != "queue_mean_h")
+      run.metrics.extra[k] = v.get<double>();
   for (const OccupancyPoint& p : binned(r, 1000)) run.utilization.push_back({p.t_s, (p.primary + p.malleable) * gpn});
   return run;
 }
@@ -225,12 +245,15 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
             << num(ha.walltime_factor) << ") on " << in.cluster.nodes.size() << " nodes of "
             << in.cluster.nodes.front().gpus << " GPUs; " << mix.size() << " malleable jobs; grace " << num(ha.grace_s)
             << " s, reclaim " << ha.reclaim << "\n\n";
-  Table t({"policy", "malleable thr (node-eq)", "idle used %", "done", "rescales", "claims", "lost %",
+  Table t({"policy", "malleable thr (node-eq)", "idle used %", "done", "JCT mean h", "rescales", "claims", "lost %",
            "primary delay max s", "decide p99 ms"});
-  for (const MalleResult& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const MalleResult& r = results[i];
     const double trained = r.iterations + r.lost_iterations;
+    const nlohmann::json& jct = summary[i]["jct_mean_h"];
     t.add({r.policy, fixed(r.malleable_throughput(), 2), fixed(100 * r.idle_node_time_used(), 1),
-           std::to_string(r.malleable_completed) + "/" + std::to_string(r.malleable_jobs), std::to_string(r.rescales),
+           std::to_string(r.malleable_completed) + "/" + std::to_string(r.malleable_jobs),
+           jct.is_null() ? "-" : fixed(jct.get<double>(), 2), std::to_string(r.rescales),
            std::to_string(r.unannounced_claims), fixed(trained > 0 ? 100 * r.lost_iterations / trained : 0, 2),
            fixed(r.primary_delay_max_s, 1), fixed(percentile(r.decision_ms, 99), 2)});
   }

@@ -50,9 +50,16 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
   j["params"] = r.params;
   nlohmann::json m = nlohmann::json::object();
   // Counts print as integers (600, not 600.0); everything else as measured.
-  static const std::set<std::string> counts = {"jobs", "completed", "rounds", "failed_attempts"};
+  // With no job done there is no JCT: null, not 0 (a --horizon that ends
+  // first, or host mode's malleable jobs still training at the end).
+  static const std::set<std::string> counts = {"jobs", "completed", "rounds", "failed_attempts", "decisions",
+                                               "milp_not_optimal", "rescales", "unannounced_claims", "malleable_jobs",
+                                               "malleable_completed", "primary_jobs", "nodes"};
+  static const std::set<std::string> jct = {"jct_mean_s", "jct_median_s", "jct_p95_s", "jct_p99_s"};
   for (const auto& [k, v] : metric_pairs(r.metrics)) {
-    if (counts.count(k) && std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9e15)
+    if (jct.count(k) && r.metrics.completed == 0)
+      m[k] = nullptr;
+    else if (counts.count(k) && std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9e15)
       m[k] = static_cast<int64_t>(v);
     else
       m[k] = v;

@@ -42,6 +42,8 @@ struct MState {
   ScalingAdvisor advisor{1};
   double error_after_3 = -1;
   std::vector<int> window_sizes;  // of the first 3 sampled windows
+  double first_start = -1, completion = -1, node_s = 0;
+  int windows = 0;                // started (rescales)
 };
 
 class Sim {
@@ -155,6 +157,7 @@ void Sim::advance(double t0, double t1) {
     r_.iterations += rate * productive;
     r_.useful_node_s += s.job->truth.speedup(n) * productive;
     r_.malleable_node_s += n * dt;
+    s.node_s += n * dt;
     s.seg_productive += productive;
     if (policy_ == MallePolicy::advisor && !s.seg_sampled && s.seg_productive >= o_.probe_s) sample(s);
     if (t1 - s.ckpt_t >= o_.checkpoint_s) {
@@ -164,6 +167,7 @@ void Sim::advance(double t0, double t1) {
     }
     if (s.done >= s.job->iterations * (1 - 1e-12)) {
       s.finished = true;
+      s.completion = from + productive;
       ++r_.malleable_completed;
       end_window(s);
       for (int node : s.nodes) holder_[node] = -1;
@@ -300,6 +304,8 @@ void Sim::decide(double t) {
         s.nodes.push_back(static_cast<int>(n));
       }
     s.busy_until = t + s.job->rescale_s;
+    if (s.first_start < 0) s.first_start = t;
+    ++s.windows;
     s.ckpt_t = t;
     s.ckpt_done = s.done;
     s.seg_productive = 0;
@@ -360,6 +366,19 @@ MalleResult Sim::run() {
     ++counted;
   }
   r_.primary_delay_mean_s = counted ? sum / counted : 0;
+  for (const MState& s : m_) {
+    JobResult j;
+    j.job_id = s.job->id;
+    j.job_type = s.job->name;
+    j.gpus = s.job->truth.max_nodes();
+    j.arrival_s = s.job->arrival_s;
+    j.first_start_s = s.first_start;
+    j.completion_s = s.completion;
+    j.gpu_seconds = s.node_s;
+    j.iterations_done = s.done;
+    j.restarts = std::max(0, s.windows - 1);
+    r_.jobs.push_back(std::move(j));
+  }
   if (policy_ == MallePolicy::advisor)
     for (const MState& s : m_) {
       if (s.advisor.samples() == 0) continue;

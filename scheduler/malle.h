@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run.h"
 #include "scheduler/advisor.h"
 #include "scheduler/hostsched.h"
 
@@ -82,6 +83,11 @@ struct MalleResult {
   long milp_not_optimal = 0;        // allocations the time limit cut short
   std::vector<OccupancyPoint> occupancy;
   std::vector<LearnedCurve> curves;  // advisor only
+  // One per malleable job, in input order: arrival, first start (its first
+  // nodes), completion (< 0 if not done by the end), node-seconds held (as
+  // gpu_seconds), `gpus` the most nodes its curve uses, iterations kept,
+  // restarts = windows started after the first.
+  std::vector<JobResult> jobs;
   double idle_node_time_used() const { return idle_node_s > 0 ? malleable_node_s / idle_node_s : 0; }
   double malleable_throughput() const { return span_s > 0 ? useful_node_s / span_s : 0; }  // node-equivalents
 };

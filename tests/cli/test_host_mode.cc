@@ -90,6 +90,40 @@ TEST_F(HostMode, ComparesTheThreePoliciesWritesFilesAndStoresCurves) {
   EXPECT_EQ(nlohmann::json::parse(j.out).at(0).at("policy"), "freetrain");
 }
 
+TEST_F(HostMode, StoresTheMalleableJobsCompletionTimesAndNoJctWhenNoneFinished) {
+  // "quick" finishes (1,000 iterations at 1/s on one node), "long" does not:
+  // the stored run has one job done, its JCT and both jobs' rows; a run where
+  // none finishes stores no JCT (null in JSON, - in the table), not 0.
+  const std::string header = "name,arrival_s,iterations,max_nodes,rescale_s,curve\n";
+  const std::string some = write("some.csv", header + "quick,0,1000,1,60,amdahl:0:1\nlong,0,900000000,4,60,amdahl:0.1:1\n");
+  const std::string none = write("none.csv", header + "long,0,900000000,4,60,amdahl:0.1:1\n");
+  for (const std::string& mix : {some, none}) {
+    std::vector<std::string> args = base(mix);
+    args.insert(args.end(), {"--policy", "malletrain"});
+    const Result r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("JCT mean h"), std::string::npos) << r.out;
+  }
+  const Result show = run({"db", "show", "1", "2", "--db", db(), "--json"});
+  ASSERT_EQ(show.status, 0) << show.err;
+  const nlohmann::json runs = nlohmann::json::parse(show.out);
+  ASSERT_EQ(runs.size(), 2u);
+  const nlohmann::json& m1 = runs[0]["metrics"];
+  EXPECT_EQ(m1["completed"], 1);
+  EXPECT_TRUE(m1["decisions"].is_number_integer()) << m1.dump();  // a count, not 12.0
+  ASSERT_TRUE(m1["jct_mean_s"].is_number()) << m1.dump();
+  EXPECT_GE(m1["jct_mean_s"].get<double>(), 1060);  // a 60 s start, then 1,000 s of training
+  ASSERT_EQ(runs[0]["jobs"].size(), 2u);
+  EXPECT_EQ(runs[0]["jobs"][0]["job_type"], "quick");
+  EXPECT_DOUBLE_EQ(runs[0]["jobs"][0]["jct_s"].get<double>(), m1["jct_mean_s"].get<double>());
+  const nlohmann::json& m2 = runs[1]["metrics"];
+  EXPECT_EQ(m2["completed"], 0);
+  EXPECT_TRUE(m2["jct_mean_s"].is_null()) << m2.dump();
+  const Result table = run({"db", "show", "2", "--db", db()});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("malletrain     1     0           -"), std::string::npos) << table.out;
+}
+
 TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
   const std::string good = write("good.csv", "name,arrival_s,iterations,max_nodes,rescale_s,curve\na,0,1000,4,60,amdahl:0.1:1\n");
   ASSERT_EQ(run(base(good)).status, 0);

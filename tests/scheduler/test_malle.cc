@@ -163,6 +163,35 @@ TEST(MalleSim, LeavesAReservedNodeWithinTheGracePeriod) {
   }
 }
 
+TEST(MalleSim, RecordsEachMalleableJobsStartCompletionAndNodeTime) {
+  // One idle node from 0 (a primary job holds the other until 10,000): a job
+  // of 1,000 iterations at 1 it/s after a 10 s start finishes at 1,010; one of
+  // 1e9 iterations arriving at 2,000 is still training at the end.
+  const std::vector<HostJob> primary = {hj(0, 0, 1, 10000)};
+  MalleableJob small = mj(0, 1, 0, 1000, 10), big = mj(1, 1, 0, 1e9, 10);
+  big.arrival_s = 2000;
+  const MalleResult r = simulate_malleable(primary, 2, {small, big}, MallePolicy::malletrain, MalleOptions{});
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_EQ(r.malleable_completed, 1);
+  const JobResult& a = r.jobs[0];
+  EXPECT_EQ(a.job_id, 0);
+  EXPECT_DOUBLE_EQ(a.first_start_s, 0);
+  EXPECT_NEAR(a.completion_s, 1010, 1e-6);
+  EXPECT_NEAR(a.jct_s(), 1010, 1e-6);
+  EXPECT_NEAR(a.gpu_seconds, 1010, 1e-6);  // node-seconds held
+  EXPECT_NEAR(a.iterations_done, 1000, 1e-6);
+  EXPECT_EQ(a.gpus, 1);
+  const JobResult& b = r.jobs[1];
+  EXPECT_FALSE(b.finished());
+  EXPECT_DOUBLE_EQ(b.arrival_s, 2000);
+  EXPECT_DOUBLE_EQ(b.first_start_s, 2000);
+  EXPECT_NEAR(b.gpu_seconds, 8000, 1e-6);  // until the span's end
+  EXPECT_NEAR(b.iterations_done, 7990, 1e-6);
+  double held = 0;
+  for (const JobResult& j : r.jobs) held += j.gpu_seconds;
+  EXPECT_NEAR(held, r.malleable_node_s, 1e-6);
+}
+
 std::vector<HostJob> random_workload(uint64_t seed, int n, int nodes) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
