@@ -1,6 +1,7 @@
 #include "cli/common.h"
 #include "core/job.h"
 
+#include <cerrno>
 #include <cmath>
 #include <unistd.h>
 
@@ -206,6 +207,18 @@ ForkModel fork_model_arg(double efficiency, const std::string& scaling) {
 
 po::typed_value<double>* fork_efficiency_value(double* target) {
   return po::value(target)->default_value(kDefaultForkEfficiency, num(kDefaultForkEfficiency));
+}
+
+po::typed_value<std::string>* seed_value(uint64_t* target) {
+  *target = 0;
+  return po::value<std::string>()->default_value("0")->notifier([target](const std::string& v) {
+    const bool digits = !v.empty() && v.size() <= 20 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    errno = 0;
+    const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+    if (!digits || errno == ERANGE)
+      throw InputError("--seed must be a whole number in [0, 18446744073709551615], got '" + printable(v) + "'");
+    *target = n;
+  });
 }
 
 void add_hadar_options(po::options_description& opt, PolicySettings* s) {

@@ -124,6 +124,9 @@ void add_hadar_options(po::options_description& opt, PolicySettings* s);
 void check_policy_settings(const PolicySettings& s);
 // Throws InputError "--FLAG must be a number in [lo, hi], got v" unless v is finite and in range.
 void check_flag_range(const char* flag, double v, double lo, double hi);
+// --seed's value, default 0: a whole number in [0, 2^64 - 1]. A plain
+// uint64_t option took "-1" as 2^64 - 1; this one names it (InputError).
+po::typed_value<std::string>* seed_value(uint64_t* target);
 // --limit N: N >= 1 jobs, or -1 (the default) for all; InputError otherwise.
 void check_limit(long limit);
 // --reference-gpu's value as the catalogue's canonical name; InputError

@@ -323,6 +323,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     return 0;
   const bool json = vm.count("json") > 0;
   const int stages = parse_stages(stages_s);
+  check_flag_range("pareto", pareto, 1, 1000);  // 0 and -1 kept one plan, as 1 does
   Loaded l = load(c);
   const estimator::CostModel& cm = *l.cm;
   tuner::TuneOptions to;

@@ -25,7 +25,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("model-map", po::value(&a.model_map), kModelMapHelp)
       ("gpu-map", po::value(&a.gpu_map), kGpuMapHelp)
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
-      ("seed", po::value(&a.seed)->default_value(0), "seed for the Philly import's job types")
+      ("seed", seed_value(&a.seed), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&a.ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
       ("limit", po::value(&a.limit)->default_value(-1), "read only the first N jobs of the trace")
       ("drop-unrunnable", po::bool_switch(&a.drop_unrunnable), kDropUnrunnableHelp)

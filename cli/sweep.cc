@@ -196,7 +196,7 @@ void add_sweep_options(po::options_description& opt, SweepArgs& a) {
   opt.add_options()
       ("rates", po::value(&a.rates)->default_value("2,4,6,8"), "comma-separated arrival rates, jobs/hour (mean inter-arrival 3600/rate s)")
       ("jobs", po::value(&a.jobs)->default_value(500), "jobs per generated trace")
-      ("seed", po::value(&a.seed)->default_value(0), "trace generator seed (the same at every rate)")
+      ("seed", seed_value(&a.seed), "trace generator seed (the same at every rate)")
       ("policy", po::value(&a.policies)->default_value(all_policies()), "comma-separated policies")
       ("cluster", po::value(&a.cluster)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")

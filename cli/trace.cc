@@ -57,7 +57,7 @@ int trace_generate(const std::vector<std::string>& args) {
   opt.add_options()
       ("jobs", po::value(&g.jobs)->default_value(100), "number of jobs")
       ("interarrival", po::value(&g.mean_interarrival_s)->default_value(60), "mean inter-arrival time, seconds, up to 1e7 (Poisson arrivals; 0: all at t=0)")
-      ("seed", po::value(&g.seed)->default_value(0), "random seed (same seed, same trace)")
+      ("seed", seed_value(&g.seed), "random seed (same seed, same trace)")
       ("reference-gpu", po::value(&g.reference_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
       ("throughputs", po::value(&throughputs)->default_value(default_throughputs()), "throughput table the job types come from")
       ("output,o", po::value(&out)->default_value("-"), "output CSV (- for stdout)");
@@ -83,7 +83,7 @@ void add_read_options(po::options_description& opt, ReadArgs& r) {
       ("trace", po::value(&r.path)->required(), "trace file")
       ("format", po::value(&r.format)->default_value("auto"), kTraceFormatHelp)
       ("throughputs", po::value(&r.throughputs)->default_value(default_throughputs()), "throughput table (Philly import)")
-      ("seed", po::value(&r.seed)->default_value(0), "seed for the Philly import's job types")
+      ("seed", seed_value(&r.seed), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&r.ref_gpu)->default_value("v100"), "reference GPU type (Philly import)")
       ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs")
       ("model-map", po::value(&r.model_map), kModelMapHelp)

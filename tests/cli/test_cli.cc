@@ -414,6 +414,11 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
     EXPECT_EQ(r.status, 2) << verb;
     EXPECT_NE(r.err.find("--batch must be >= 1, got -5"), std::string::npos) << verb << ": " << r.err;
   }
+  for (const char* pareto : {"0", "-1", "1001"}) {  // 0 and -1 kept one plan, as 1 does
+    r = run({"tune", "--model", "gpt-125m", "--gpu-type", "v100", "--gpus", "2", "--pareto", pareto, "--no-db"});
+    EXPECT_EQ(r.status, 2) << pareto;
+    EXPECT_NE(r.err.find("--pareto must be a number in [1, 1000], got " + std::string(pareto)), std::string::npos) << r.err;
+  }
   // More GPUs than any plan can give a sample: bad input (it read "no plan fits in memory", exit 1).
   r = run({"tune", "--model", "gpt-125m", "--gpu-type", "a100-80", "--gpus", "8192", "--batch", "8", "--no-db"});
   EXPECT_EQ(r.status, 2) << r.err;
@@ -679,7 +684,8 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
            {{"--limit", "0"}, "--limit must be"},
            {{"--cells-precision", "fp16"}, "--cells-precision needs --oracle measured"},
            {{"--cells-db", "x.db"}, "--cells-db needs --oracle cells"},
-           {{"--horizon", "0"}, "--horizon 0 stops before the first round"}}) {
+           {{"--horizon", "0"}, "--horizon 0 stops before the first round"},
+           {{"--seed", "-1"}, "--seed must be a whole number in [0, 18446744073709551615], got '-1'"}}) {
     std::vector<std::string> args = {"simulate", "--trace", trace, "--cluster", "v100:8", "--policy", "fifo", "--no-db"};
     args.insert(args.end(), extra.begin(), extra.end());
     const Result r = run(args);
@@ -702,6 +708,14 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
   EXPECT_EQ(lim.status, 2) << lim.err;
   const Result gen = run({"trace", "generate", "--reference-gpu", "nope"});
   EXPECT_EQ(gen.status, 2) << gen.err;
+  // --seed -1 was 2^64 - 1 (a uint64_t option wraps it); the largest seed is fine.
+  for (const std::string seed : {"-1", "1.5", "18446744073709551616", ""}) {
+    const Result bad = run({"trace", "generate", "--jobs", "3", "--seed", seed});
+    EXPECT_EQ(bad.status, 2) << seed << ": " << bad.err;
+    EXPECT_NE(bad.err.find("--seed must be a whole number"), std::string::npos) << bad.err;
+  }
+  EXPECT_EQ(run({"trace", "generate", "--jobs", "3", "--seed", "18446744073709551615"}).status, 0);
+  EXPECT_NE(run({"sweep", "--help"}).out.find("--seed arg (=0)"), std::string::npos);
   // An alias is the catalogue's type.
   EXPECT_EQ(run({"trace", "generate", "--jobs", "3", "--reference-gpu", "V100"}).out,
             run({"trace", "generate", "--jobs", "3"}).out);
