@@ -21,6 +21,11 @@ std::string ratio(const RunMetrics& m, const char* key) {
 }
 }  // namespace
 
+nlohmann::json json_count(double x) {
+  if (std::isfinite(x) && x == std::floor(x) && std::abs(x) <= 9007199254740992.0) return static_cast<int64_t>(x);
+  return x;
+}
+
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
   Table t({"policy", "jobs", "done", "JCT mean h", "median h", "p95 h", "p99 h", "queue mean h",
            "TTD h", "TTD/bound", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
@@ -59,8 +64,8 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
   for (const auto& [k, v] : metric_pairs(r.metrics)) {
     if (jct.count(k) && r.metrics.completed == 0)
       m[k] = nullptr;
-    else if (counts.count(k) && std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9e15)
-      m[k] = static_cast<int64_t>(v);
+    else if (counts.count(k))
+      m[k] = json_count(v);
     else
       m[k] = v;
   }

@@ -11,6 +11,10 @@
 
 namespace cellsched::cli {
 
+// A count for JSON: an integer where it is whole and exact in a double
+// (600, not 600.0), else the number as it is (a fractional count, nan, inf).
+nlohmann::json json_count(double x);
+
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out);
 nlohmann::json run_to_json(const RunRecord& run, bool with_jobs);
 nlohmann::json runs_to_json(const std::vector<RunRecord>& runs);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/report.h"
 #include "core/error.h"
 #include "core/throughput.h"
 #include "db/online.h"
@@ -384,10 +385,7 @@ json status_json(const StatusView& v) {
   out["jobs"] = json::array();
   // Iteration counts print as integers (5, not 5.0) when whole, as they are
   // from the trainers' progress lines.
-  auto count = [](double x) {
-    return std::isfinite(x) && x == std::floor(x) && std::abs(x) <= 9007199254740992.0 ? json(static_cast<int64_t>(x))
-                                                                                       : json(x);
-  };
+  const auto count = json_count;
   for (const auto& j : v.jobs) {
     json copies = json::array();
     for (const auto* l : v.launches_of(j.id)) {

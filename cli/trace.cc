@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/report.h"
 #include "core/cluster.h"
 #include "core/error.h"
 #include "core/gpu.h"
@@ -124,8 +125,7 @@ int trace_inspect(const std::vector<std::string>& args) {
                         {"mean_duration_s", nullptr}};
     // A count is an integer where it is whole (imports can make fractional
     // iterations); no duration in the trace is null, not -1.
-    if (s.total_gpu_iterations == std::floor(s.total_gpu_iterations) && s.total_gpu_iterations < 9007199254740992.0)
-      j["total_gpu_iterations"] = static_cast<int64_t>(s.total_gpu_iterations);
+    j["total_gpu_iterations"] = json_count(s.total_gpu_iterations);
     if (s.mean_duration_hint_s >= 0) j["mean_duration_s"] = s.mean_duration_hint_s;
     nlohmann::json hist = nlohmann::json::object();
     for (const auto& [g, c] : s.gpus_histogram) hist[std::to_string(g)] = c;
