@@ -18,6 +18,33 @@
 
 namespace cellsched::cli {
 
+namespace {
+
+// schedule.json, schedule.csv and (with `plots`) gantt.png in `out_dir`; a
+// plot that fails is skipped with a word on stderr.
+void write_schedule_files(const Schedule& schedule, const std::string& json_text, const ReplayInputs& in,
+                          const std::string& out_dir, bool plots) {
+  const std::filesystem::path d(out_dir);
+  {
+    std::ofstream f(d / "schedule.json");
+    if (!f) throw InputError((d / "schedule.json").string() + ": cannot write");
+    f << json_text << "\n";
+    std::ofstream c(d / "schedule.csv");
+    if (!c) throw InputError((d / "schedule.csv").string() + ": cannot write");
+    write_schedule_csv(schedule, c);
+  }  // closed before the plot
+  if (!plots) return;
+  try {
+    std::map<int64_t, std::string> types;
+    for (const Job& j : in.trace.jobs) types[j.id] = j.job_type;
+    plot_gantt(schedule, in.cluster, out_dir, types);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "cellsched schedule: gantt.png skipped: " << e.what() << "\n";
+  }
+}
+
+}  // namespace
+
 int cmd_schedule(const std::vector<std::string>& args) {
   po::options_description opt("schedule options");
   ReplayArgs ra;
@@ -66,23 +93,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
   }
 
   const std::filesystem::path d(out_dir);
-  if (write_files) {
-    std::ofstream f(d / "schedule.json");
-    if (!f) throw InputError((d / "schedule.json").string() + ": cannot write");
-    f << json_text << "\n";
-    std::ofstream c(d / "schedule.csv");
-    if (!c) throw InputError((d / "schedule.csv").string() + ": cannot write");
-    write_schedule_csv(schedule, c);
-  }
-  if (write_files && !vm.count("no-plots")) {
-    try {
-      std::map<int64_t, std::string> types;
-      for (const Job& j : in.trace.jobs) types[j.id] = j.job_type;
-      plot_gantt(schedule, in.cluster, out_dir, types);
-    } catch (const std::runtime_error& e) {
-      std::cerr << "cellsched schedule: gantt.png skipped: " << e.what() << "\n";
-    }
-  }
+  if (write_files) write_schedule_files(schedule, json_text, in, out_dir, !vm.count("no-plots"));
   if (vm.count("json")) {
     std::cout << json_text << "\n";
     return 0;
