@@ -1,11 +1,11 @@
 // `simulate --malleable`: runs the host-scheduler mode, writes its files and
 // plot, stores the runs and the advisor's curves, prints the table.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -66,16 +66,13 @@ nlohmann::json entry(const MalleResult& r) {
   j["malleable_completed"] = r.malleable_completed;
   j["primary_jobs"] = r.primary_jobs;
   j["nodes"] = r.nodes;
-  // The malleable jobs' completion and queueing times (null when none).
-  std::vector<double> jct, queue;
-  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
-  for (const JobResult& x : r.jobs) {
-    if (x.finished()) jct.push_back(x.jct_s() / 3600);
-    if (x.first_start_s >= 0) queue.push_back(x.queueing_s() / 3600);
-  }
-  j["jct_mean_h"] = jct.empty() ? nlohmann::json() : nlohmann::json(mean(jct));
-  j["jct_median_h"] = jct.empty() ? nlohmann::json() : nlohmann::json(percentile(jct, 50));
-  j["queue_mean_h"] = queue.empty() ? nlohmann::json() : nlohmann::json(mean(queue));
+  // The malleable jobs' completion and queueing times, by the one definition
+  // (null when none finished, or none started).
+  const RunMetrics m = compute_metrics(r.jobs, 0, {}, 0, 0);
+  const bool started = std::any_of(r.jobs.begin(), r.jobs.end(), [](const JobResult& x) { return x.first_start_s >= 0; });
+  j["jct_mean_h"] = m.completed > 0 ? nlohmann::json(m.jct_mean_s / 3600) : nlohmann::json();
+  j["jct_median_h"] = m.completed > 0 ? nlohmann::json(m.jct_median_s / 3600) : nlohmann::json();
+  j["queue_mean_h"] = started ? nlohmann::json(m.queue_mean_s / 3600) : nlohmann::json();
   j["span_h"] = r.span_s / 3600;
   j["idle_node_hours"] = r.idle_node_s / 3600;
   j["malleable_node_hours"] = r.malleable_node_s / 3600;
