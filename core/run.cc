@@ -4,19 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <type_traits>
 
 namespace cellsched {
-
-namespace {
-
-double mean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-}  // namespace
 
 RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,
                            const std::vector<double>& decision_ms, long rounds, double wall_s) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace cellsched {
 
@@ -18,6 +19,11 @@ double percentile_of_sorted(const std::vector<double>& sorted, double p) {
 double percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   return percentile_of_sorted(values, p);
+}
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
 double median(std::vector<double> values) { return percentile(std::move(values), 50); }

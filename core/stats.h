@@ -11,6 +11,9 @@ double percentile(std::vector<double> values, double p);
 // The same of values already sorted ascending (no copy, no sort).
 double percentile_of_sorted(const std::vector<double>& sorted, double p);
 
+// The arithmetic mean; 0 for an empty vector.
+double mean(const std::vector<double>& values);
+
 // percentile(values, 50): the middle value, or the mean of the two middle ones.
 double median(std::vector<double> values);
 

@@ -111,6 +111,11 @@ TEST_F(HostMode, StoresTheMalleableJobsCompletionTimesAndNoJctWhenNoneFinished) 
   const nlohmann::json& m1 = runs[0]["metrics"];
   EXPECT_EQ(m1["completed"], 1);
   EXPECT_TRUE(m1["decisions"].is_number_integer()) << m1.dump();  // a count, not 12.0
+  // The allocator's solve times: mean, p99 and max all stored (max was 0).
+  EXPECT_GT(m1["decision_max_ms"].get<double>(), 0) << m1.dump();
+  EXPECT_GE(m1["decision_max_ms"].get<double>(), m1["decision_p99_ms"].get<double>()) << m1.dump();
+  EXPECT_GE(m1["decision_max_ms"].get<double>(), m1["decision_mean_ms"].get<double>()) << m1.dump();
+  EXPECT_DOUBLE_EQ(m1["milp_solve_ms_mean"].get<double>(), m1["decision_mean_ms"].get<double>()) << m1.dump();
   ASSERT_TRUE(m1["jct_mean_s"].is_number()) << m1.dump();
   EXPECT_GE(m1["jct_mean_s"].get<double>(), 1060);  // a 60 s start, then 1,000 s of training
   ASSERT_EQ(runs[0]["jobs"].size(), 2u);
