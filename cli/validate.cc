@@ -43,8 +43,12 @@ struct Settings {
   bool colocation_probe = true;
 };
 
-// The co-location probe's step: the whole model, 2 micro-batches of 2.
-constexpr int kProbeMicroBatches = 2, kProbeMicroBatchSize = 2;
+// The co-location probe's step: the whole model, 2 micro-batches of 2; three
+// pairs (alone, together) a round, spread over it, each trial with half the
+// round's timed iterations (at least 3). One pair at the round's end gave a
+// factor that missed the rows' slowdown by up to 15 % (docs/estimator.md).
+constexpr int kProbeMicroBatches = 2, kProbeMicroBatchSize = 2, kProbePairsPerRound = 3;
+int probe_iterations(int iterations) { return std::max(3, (iterations + 1) / 2); }
 // A configuration whose median trial is more than this share of itself above
 // its fastest trial gets another trial (up to --extra-trials).
 constexpr double kSettledSpread = 0.10;
@@ -138,7 +142,7 @@ class TrialRounds {
       if (again.empty() && !probe_again) break;
       calibrate(host_);
       for (const size_t ci : again) run_trial(ci, s_.trials + extra);
-      if (probe_again) probe(s_.trials + extra);
+      if (probe_again) probe();
       extra_runs_ += static_cast<int>(again.size()) + (probe_again ? 1 : 0);
     }
     calibrate(host_);
@@ -169,24 +173,32 @@ class TrialRounds {
   // two processes at once (one per CPU, each iteration the slower of the
   // two), so that the multi-process rows' estimates account for what the
   // processes cost each other (validate::colocation_factor). Which goes first
-  // alternates by round.
-  void probe(int t) {
+  // alternates from pair to pair.
+  void probe() {
     const Config alone{"single", 1, kProbeMicroBatches, kProbeMicroBatchSize};
     const Config together{"single", 2, kProbeMicroBatches, kProbeMicroBatchSize};
+    const bool alone_first = alone_.size() % 2 == 0;
     for (int k = 0; k < 2; ++k) {
-      const bool alone_now = (k == 0) == (t % 2 == 0);
+      const bool alone_now = (k == 0) == alone_first;
       const Config& c = alone_now ? alone : together;
-      (alone_now ? alone_ : together_).push_back(measure(run_config(worker_args(c), scratch_), c).iteration_ms);
+      validate::WorkerArgs a = worker_args(c);
+      a.iterations = probe_iterations(s_.iterations);
+      (alone_now ? alone_ : together_).push_back(measure(run_config(a, scratch_), c).iteration_ms);
     }
   }
 
   void round(int t) {
     calibrate(host_);
+    const std::vector<int> at = probe_ ? validate::probe_positions(static_cast<int>(configs_.size()), kProbePairsPerRound)
+                                       : std::vector<int>{};
+    size_t next = 0;
+    int pos = 0;
     for (const auto& [trial, config] : validate::interleaved_order(static_cast<int>(configs_.size()), s_.trials)) {
       if (trial != t) continue;
       run_trial(static_cast<size_t>(config), t);
+      for (; next < at.size() && at[next] == pos; ++next) probe();
+      ++pos;
     }
-    if (probe_) probe(t);
   }
 
   void run_trial(size_t ci, int t) {
@@ -290,7 +302,7 @@ void add_validate_options(po::options_description& opt, Settings& s, std::string
        "interleaved profiling passes the repetitions are spread over (see profile --passes)")
       ("configs", po::value(&config_list)->default_value("single,dp,pp"), "which configurations to run: single, dp, pp")
       ("colocation-probe",
-       "each round, also run the step alone and as two processes at once, and scale the multi-process rows' "
+       "three times a round, spread over it, also run the step alone and as two processes at once, and scale the multi-process rows' "
        "compute estimates by how much slower the pair ran (the default)")
       ("no-colocation-probe", "do not run the co-location probe: the multi-process rows are priced at the "
        "single-process profile's speed")
@@ -350,6 +362,8 @@ json validate_report(const Settings& s, const ModelSpec& model, const std::vecto
        {{"probe", !rounds.alone_ms().empty()},
         {"micro_batches", kProbeMicroBatches},
         {"micro_batch_size", kProbeMicroBatchSize},
+        {"pairs_per_round", kProbePairsPerRound},
+        {"iterations", probe_iterations(s.iterations)},
         {"alone_ms", rounds.alone_ms()},
         {"together_ms", rounds.together_ms()},
         {"factor", cost.options().colocated_compute_factor},

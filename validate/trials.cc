@@ -22,6 +22,14 @@ std::vector<std::pair<int, int>> interleaved_order(int configs, int trials) {
   return order;
 }
 
+std::vector<int> probe_positions(int configs, int pairs) {
+  std::vector<int> at;
+  if (configs < 1 || pairs < 1) return at;
+  for (int k = 1; k <= pairs; ++k)  // ceil(k * configs / pairs) - 1
+    at.push_back(static_cast<int>((static_cast<long long>(k) * configs + pairs - 1) / pairs) - 1);
+  return at;
+}
+
 int round_after_pass(int round, int passes, int trials) {
   if (passes < 1 || trials < 1 || round < 0 || round >= trials) return passes - 1;
   return static_cast<int>(static_cast<long long>(round) * passes / trials);

@@ -14,6 +14,14 @@ namespace cellsched::validate {
 // Each entry is (trial, configuration).
 std::vector<std::pair<int, int>> interleaved_order(int configs, int trials);
 
+// Where a round's co-location probe pairs run: after which of the round's
+// `configs` configuration trials (0-based positions, ascending), `pairs` of
+// them spread evenly, the last after the round's last trial. A pair beside
+// each part of the round samples the phases of the host that the rows'
+// trials saw, not only the phase at the round's end. With more pairs than
+// trials some positions repeat; empty when either count is below 1.
+std::vector<int> probe_positions(int configs, int pairs);
+
 // Profiling and training interleaved too: round t of the trials runs after
 // profiling pass t * passes / trials (0-based), so the profile's passes and
 // the trial rounds sample the same phases of the host. With one pass every

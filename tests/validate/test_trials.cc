@@ -25,6 +25,25 @@ TEST(Trials, RunRoundRobinAcrossConfigurations) {
   for (size_t i = 1; i < many.size(); ++i) EXPECT_NE(many[i].second, many[i - 1].second);
 }
 
+// The co-location probe's pairs spread over the round: after every third of
+// the nine configurations, the last after the last trial.
+TEST(Trials, ProbePairsSpreadOverTheRound) {
+  EXPECT_EQ(probe_positions(9, 3), (std::vector<int>{2, 5, 8}));
+  EXPECT_EQ(probe_positions(6, 3), (std::vector<int>{1, 3, 5}));
+  EXPECT_EQ(probe_positions(9, 1), (std::vector<int>{8}));
+  EXPECT_EQ(probe_positions(2, 3), (std::vector<int>{0, 1, 1}));  // more pairs than trials
+  EXPECT_TRUE(probe_positions(0, 3).empty());
+  EXPECT_TRUE(probe_positions(9, 0).empty());
+  for (int c = 1; c <= 12; ++c)
+    for (int p = 1; p <= 5; ++p) {
+      const std::vector<int> at = probe_positions(c, p);
+      ASSERT_EQ(at.size(), static_cast<size_t>(p));
+      EXPECT_EQ(at.back(), c - 1) << c << " " << p;
+      for (size_t i = 1; i < at.size(); ++i) EXPECT_LE(at[i - 1], at[i]);
+      EXPECT_GE(at.front(), 0);
+    }
+}
+
 // Profiling passes and trial rounds interleave: round t after pass
 // t * passes / trials, every round after some pass, in order.
 TEST(Trials, RoundsSitBetweenTheProfilingPasses) {
