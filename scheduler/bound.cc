@@ -38,6 +38,155 @@ std::vector<double> interval_starts(std::vector<double> releases, int m) {
   return b;
 }
 
+// Best per-GPU rate of a job on each GPU type, cached by what a throughput
+// table keys on (the vectors stay put: classes point at them).
+class RateCache {
+ public:
+  RateCache(const ThroughputOracle& oracle, const std::vector<std::string>& types, bool forking, int max_scale)
+      : oracle_(oracle), types_(types), forking_(forking), max_scale_(max_scale) {}
+  const std::vector<double>& of(const Job& job) {
+    auto key = std::make_tuple(job.job_type, job.model, job.gpus);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    std::vector<double> r(types_.size(), 0.0);
+    for (size_t k = 0; k < types_.size(); ++k) {
+      const int hi = forking_ ? std::max(job.gpus, max_scale_) : job.gpus;
+      for (int c = forking_ ? 1 : job.gpus; c <= hi; ++c) {
+        const double v = std::max(oracle_.throughput(job, types_[k], c, true),
+                                  oracle_.throughput(job, types_[k], c, false));
+        if (v > 0 && std::isfinite(v)) r[k] = std::max(r[k], v / c);
+      }
+    }
+    return cache_.emplace(key, std::move(r)).first->second;
+  }
+
+ private:
+  const ThroughputOracle& oracle_;
+  const std::vector<std::string>& types_;
+  bool forking_;
+  int max_scale_;
+  std::map<std::tuple<std::string, std::string, int>, std::vector<double>> cache_;
+};
+
+// A job the bound counts: its per-GPU rates, release (from the first
+// arrival), work and gang size.
+struct Item {
+  const std::vector<double>* rate;
+  double release;
+  double work;
+  int gpus;
+};
+
+// Jobs with the same per-GPU rates and (without forking) the same gang
+// size, by release interval.
+struct Class {
+  std::vector<double> work;  // released per interval
+  std::vector<double> jobs;  // jobs released per interval
+  const std::vector<double>* rate = nullptr;
+  int gpus = 0;
+};
+
+std::vector<Class> group_classes(const std::vector<Item>& items, const std::vector<double>& b, bool forking) {
+  const size_t m = b.size();
+  std::map<std::pair<const std::vector<double>*, int>, size_t> class_of;
+  std::vector<Class> classes;
+  for (const Item& it : items) {
+    const auto key = std::make_pair(it.rate, forking ? 0 : it.gpus);
+    auto [pos, fresh] = class_of.emplace(key, classes.size());
+    if (fresh) {
+      Class c;
+      c.work.assign(m, 0.0);
+      c.jobs.assign(m, 0.0);
+      c.rate = it.rate;
+      c.gpus = it.gpus;
+      classes.push_back(std::move(c));
+    }
+    Class& c = classes[pos->second];
+    const auto i = static_cast<size_t>(std::upper_bound(b.begin(), b.end(), it.release) - b.begin()) - 1;
+    c.work[i] += it.work;
+    c.jobs[i] += 1;
+  }
+  return classes;
+}
+
+// The LP in time unit U (GPU-U per GPU column, T' = T / U): `b` the interval
+// starts, `cap` the GPUs of each type, T the makespan column.
+struct LpFrame {
+  LinearProgram& lp;
+  const std::vector<double>& b;
+  const std::vector<double>& cap;
+  double U;
+  int T;
+  double len(int i) const { return (b[static_cast<size_t>(i) + 1] - b[static_cast<size_t>(i)]) / U; }
+};
+
+// One class's columns and rows: per interval from its first release, the
+// share of its work done by the interval's end (done_i = done_{i-1} + work
+// in i) and, without forking, at most W GPUs per job released so far. Its
+// GPU columns go to `cap_cols` [k * m + i] for the capacity rows.
+void add_class(LpFrame& f, const Class& c, bool forking, std::vector<std::vector<int>>& cap_cols) {
+  const int m = static_cast<int>(f.b.size());
+  const size_t K = f.cap.size();
+  double total = 0;
+  for (double w : c.work) total += w;
+  int start = 0;
+  while (c.work[static_cast<size_t>(start)] <= 0) ++start;
+  double cum = 0, jobs = 0;
+  int prev_done = -1;
+  for (int i = start; i < m; ++i) {
+    cum += c.work[static_cast<size_t>(i)];
+    jobs += c.jobs[static_cast<size_t>(i)];
+    const bool last = i == m - 1;
+    const int done = f.lp.add_var(0.0, last ? 1.0 : 0.0, std::min(1.0, cum / total));
+    std::vector<int> cols = {done};
+    std::vector<double> vals = {1.0};
+    if (prev_done >= 0) {
+      cols.push_back(prev_done);
+      vals.push_back(-1.0);
+    }
+    std::vector<int> par_cols;
+    for (size_t k = 0; k < K; ++k) {
+      if ((*c.rate)[k] <= 0) continue;
+      const int g = f.lp.add_var(0.0);
+      cols.push_back(g);
+      vals.push_back(-(*c.rate)[k] * f.U / total);
+      par_cols.push_back(g);
+      cap_cols[k * static_cast<size_t>(m) + static_cast<size_t>(i)].push_back(g);
+    }
+    f.lp.add_row(0.0, 0.0, cols, vals);
+    prev_done = done;
+    if (forking) continue;
+    const double par = c.gpus * jobs;
+    std::vector<double> ones(par_cols.size(), 1.0);
+    if (!last) {
+      f.lp.add_row(-kLpInf, par * f.len(i), par_cols, ones);
+    } else {
+      par_cols.push_back(f.T);
+      ones.push_back(-par);
+      f.lp.add_row(-kLpInf, -par * f.b.back() / f.U, par_cols, ones);
+    }
+  }
+}
+
+// Each type's GPUs per interval; the last interval runs until T.
+void add_capacity(LpFrame& f, std::vector<std::vector<int>>& cap_cols) {
+  const int m = static_cast<int>(f.b.size());
+  for (size_t k = 0; k < f.cap.size(); ++k) {
+    for (int i = 0; i < m; ++i) {
+      std::vector<int>& cols = cap_cols[k * static_cast<size_t>(m) + static_cast<size_t>(i)];
+      if (cols.empty()) continue;
+      std::vector<double> ones(cols.size(), 1.0);
+      if (i < m - 1) {
+        f.lp.add_row(-kLpInf, f.cap[k] * f.len(i), cols, ones);
+      } else {
+        cols.push_back(f.T);
+        ones.push_back(-f.cap[k]);
+        f.lp.add_row(-kLpInf, -f.cap[k] * f.b.back() / f.U, cols, ones);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double makespan_lower_bound(const Trace& trace, const Cluster& cluster,
@@ -65,39 +214,15 @@ LowerBoundLp build_lower_bound(const Trace& trace, const Cluster& cluster, const
   double first = std::numeric_limits<double>::infinity();
   for (const Job& j : trace.jobs) first = std::min(first, j.arrival_s);
 
-  // Per-GPU rates per job (cached by what a throughput table keys on).
-  std::map<std::tuple<std::string, std::string, int>, std::vector<double>> cache;
-  auto rates_of = [&](const Job& job) -> const std::vector<double>& {
-    auto key = std::make_tuple(job.job_type, job.model, job.gpus);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    std::vector<double> r(K, 0.0);
-    for (size_t k = 0; k < K; ++k) {
-      const int hi = forking ? std::max(job.gpus, max_scale) : job.gpus;
-      for (int c = forking ? 1 : job.gpus; c <= hi; ++c) {
-        const double v = std::max(oracle.throughput(job, types[k], c, true),
-                                  oracle.throughput(job, types[k], c, false));
-        if (v > 0 && std::isfinite(v)) r[k] = std::max(r[k], v / c);
-      }
-    }
-    return cache.emplace(key, std::move(r)).first->second;
-  };
-
-  struct Item {
-    const std::vector<double>* rate;
-    double release;
-    double work;
-    int gpus;
-  };
+  RateCache rates(oracle, types, forking, max_scale);
   std::vector<Item> items;
   std::vector<double> releases;
   double t_min = 0;  // T >= release + best isolated time
   for (const Job& j : trace.jobs) {
     if (j.total_iterations <= 0 || j.gpus <= 0) continue;
-    const std::vector<double>& r = rates_of(j);
+    const std::vector<double>& r = rates.of(j);
     double best = 0;  // iterations/s the job can reach at most
-    for (size_t k = 0; k < K; ++k)
-      best = forking ? best + cap[k] * r[k] : std::max(best, j.gpus * r[k]);
+    for (size_t k = 0; k < K; ++k) best = forking ? best + cap[k] * r[k] : std::max(best, j.gpus * r[k]);
     if (best <= 0) continue;
     const double rel = j.arrival_s - first;
     t_min = std::max(t_min, rel + j.total_iterations / best);
@@ -107,103 +232,16 @@ LowerBoundLp build_lower_bound(const Trace& trace, const Cluster& cluster, const
   if (items.empty()) return out;
 
   const std::vector<double> b = interval_starts(releases, max_intervals);
-  const int m = static_cast<int>(b.size());
-  auto bucket = [&](double rel) {
-    return static_cast<int>(std::upper_bound(b.begin(), b.end(), rel) - b.begin()) - 1;
-  };
-
-  // Classes: same per-GPU rates and (without forking) the same gang size.
-  struct Class {
-    std::vector<double> work;  // released per interval
-    std::vector<double> jobs;  // jobs released per interval
-    const std::vector<double>* rate = nullptr;
-    int gpus = 0;
-  };
-  std::map<std::pair<const std::vector<double>*, int>, size_t> class_of;
-  std::vector<Class> classes;
-  for (const Item& it : items) {
-    const auto key = std::make_pair(it.rate, forking ? 0 : it.gpus);
-    auto [pos, fresh] = class_of.emplace(key, classes.size());
-    if (fresh) {
-      Class c;
-      c.work.assign(m, 0.0);
-      c.jobs.assign(m, 0.0);
-      c.rate = it.rate;
-      c.gpus = it.gpus;
-      classes.push_back(std::move(c));
-    }
-    Class& c = classes[pos->second];
-    const int i = bucket(it.release);
-    c.work[i] += it.work;
-    c.jobs[i] += 1;
-  }
-
-  // Time unit U keeps the LP well scaled: g in GPU-U, T' = T / U.
+  const std::vector<Class> classes = group_classes(items, b, forking);
+  // Time unit U keeps the LP well scaled.
   const double U = std::max(1.0, std::max(b.back(), t_min) / 1000.0);
-  auto len = [&](int i) { return (b[i + 1] - b[i]) / U; };
   out.unit = U;
   out.t_min = t_min;
-  LinearProgram& lp = out.lp;
-  const int T = lp.add_var(1.0, std::max(b.back(), t_min) / U, kLpInf);
-  out.t_col = T;
-  std::vector<std::vector<int>> cap_cols(K * m);  // per (k, i)
-  for (const Class& c : classes) {
-    double total = 0;
-    for (double w : c.work) total += w;
-    int start = 0;
-    while (c.work[start] <= 0) ++start;
-    double cum = 0, jobs = 0;
-    int prev_done = -1;
-    for (int i = start; i < m; ++i) {
-      cum += c.work[i];
-      jobs += c.jobs[i];
-      // done_i = share of the class's work done by the end of interval i.
-      const bool last = i == m - 1;
-      const int done = lp.add_var(0.0, last ? 1.0 : 0.0, std::min(1.0, cum / total));
-      std::vector<int> cols = {done};
-      std::vector<double> vals = {1.0};
-      if (prev_done >= 0) {
-        cols.push_back(prev_done);
-        vals.push_back(-1.0);
-      }
-      std::vector<int> par_cols;
-      for (size_t k = 0; k < K; ++k) {
-        if ((*c.rate)[k] <= 0) continue;
-        const int g = lp.add_var(0.0);
-        cols.push_back(g);
-        vals.push_back(-(*c.rate)[k] * U / total);
-        par_cols.push_back(g);
-        cap_cols[k * m + i].push_back(g);
-      }
-      lp.add_row(0.0, 0.0, cols, vals);  // done_i = done_{i-1} + work in i
-      prev_done = done;
-      if (!forking) {  // at most W GPUs per job released so far
-        const double par = c.gpus * jobs;
-        std::vector<double> ones(par_cols.size(), 1.0);
-        if (!last) {
-          lp.add_row(-kLpInf, par * len(i), par_cols, ones);
-        } else {
-          par_cols.push_back(T);
-          ones.push_back(-par);
-          lp.add_row(-kLpInf, -par * b[i] / U, par_cols, ones);
-        }
-      }
-    }
-  }
-  for (size_t k = 0; k < K; ++k) {
-    for (int i = 0; i < m; ++i) {
-      std::vector<int>& cols = cap_cols[k * m + i];
-      if (cols.empty()) continue;
-      std::vector<double> ones(cols.size(), 1.0);
-      if (i < m - 1) {
-        lp.add_row(-kLpInf, cap[k] * len(i), cols, ones);
-      } else {
-        cols.push_back(T);
-        ones.push_back(-cap[k]);
-        lp.add_row(-kLpInf, -cap[k] * b[i] / U, cols, ones);
-      }
-    }
-  }
+  out.t_col = out.lp.add_var(1.0, std::max(b.back(), t_min) / U, kLpInf);
+  LpFrame frame{out.lp, b, cap, U, out.t_col};
+  std::vector<std::vector<int>> cap_cols(K * b.size());  // per (k, i)
+  for (const Class& c : classes) add_class(frame, c, forking, cap_cols);
+  add_capacity(frame, cap_cols);
   return out;
 }
 

@@ -117,260 +117,338 @@ class PreviousGangs {
   std::vector<const std::vector<Placement>*> sorted_;
 };
 
+// One run of the simulator. run() repeats a round until every job is done:
+// admit the arrivals, ask the policy for each active job's allocation, then
+// advance every job through the round (its gangs' rates, what they train,
+// and the job's accounting: finished, failed or still going).
+class Simulation {
+ public:
+  Simulation(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle, Policy& policy,
+             const SimOptions& options);
+  RunRecord run();
+
+ private:
+  void start_record();
+  double gang_rate(size_t job, const std::vector<Placement>& ps);
+  bool failing(size_t i) const {
+    return options_.replay_failures && attempt_[i] < trace_.jobs[i].failed_attempts.size();
+  }
+  bool admit();
+  bool price_gangs(size_t idx, JobState& s, const Allocation& a);
+  void advance(JobState& s, Allocation& a);
+  double settle(size_t idx, JobState& s, double tau, double trained, double consolidation);
+  RunRecord finish();
+
+  const Trace& trace_;
+  const Cluster& cluster_;
+  const ThroughputOracle& oracle_;
+  Policy& policy_;
+  const SimOptions& options_;
+  const Clock::time_point wall_start_ = Clock::now();
+  const int total_gpus_;
+  const size_t n_;
+  ForkModel fork_;
+  std::vector<JobState> states_;
+  std::vector<JobResult> results_;
+  std::vector<size_t> order_;  // job indices by arrival
+  RunRecord run_;
+  std::vector<std::vector<double>> gang_rates_;  // cached per-gang rates of `current`
+  // Rates of single-node gangs per job, [type][gpus] (lazy; < 0 = not yet
+  // asked): forked copies come and go every round, their rates do not.
+  std::vector<size_t> node_type_;
+  size_t types_ = 0;
+  std::vector<std::vector<double>> single_rates_;
+  // Failure replay: the attempt each job is in, and what it has left of it.
+  std::vector<size_t> attempt_;
+  std::vector<double> attempt_left_;
+  double failed_attempts_ = 0, lost_gpu_s_ = 0;
+  std::vector<double> decision_ms_;
+  std::vector<JobState*> active_;
+  std::vector<Allocation> out_;
+  std::vector<Gang> gangs_, sorted_;  // the job being advanced (reused)
+  size_t next_ = 0;                   // next arrival in `order_`
+  long finished_ = 0, rounds_ = 0;
+  double start_t_ = 0, t_ = 0, restart_ = 0;
+  // This round: GPUs held, and whether any job trains.
+  int busy_ = 0;
+  bool progressing_ = false;
+};
+
+Simulation::Simulation(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle, Policy& policy,
+                       const SimOptions& options)
+    : trace_(trace),
+      cluster_(cluster),
+      oracle_(oracle),
+      policy_(policy),
+      options_(options),
+      total_gpus_(cluster.total_gpus()),
+      n_(trace.jobs.size()),
+      fork_{options.fork_efficiency, options.fork_scaling} {
+  if (options.round_s <= 0) throw InputError("round length must be positive");
+  if (options.restart_s < 0) throw InputError("restart overhead must not be negative");
+  if (total_gpus_ <= 0) throw InputError("cluster '" + cluster.name + "' has no GPUs");
+  for (const Job& j : trace.jobs) {
+    if (j.gpus > total_gpus_)
+      throw InputError(trace.name + ": job " + std::to_string(j.id) + " asks for " + std::to_string(j.gpus) +
+                       " GPUs but cluster '" + cluster.name + "' has only " + std::to_string(total_gpus_));
+  }
+  states_.resize(n_);
+  results_.resize(n_);
+  for (size_t i = 0; i < n_; ++i) {
+    const Job& j = trace.jobs[i];
+    states_[i].job = &j;
+    states_[i].remaining = j.total_iterations;
+    results_[i].job_id = j.id;
+    results_[i].job_type = j.job_type;
+    results_[i].gpus = j.gpus;
+    results_[i].arrival_s = j.arrival_s;
+  }
+  order_.resize(n_);
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](size_t a, size_t b) { return trace.jobs[a].arrival_s < trace.jobs[b].arrival_s; });
+  start_record();
+  if (!(options.fork_efficiency > 0) || options.fork_efficiency > 1)
+    throw InputError("fork efficiency must be in (0, 1]");
+  if (options.consolidation_s < 0) throw InputError("consolidation time must not be negative");
+
+  gang_rates_.resize(n_);
+  const std::vector<std::string> types = cluster.gpu_types();
+  types_ = types.size();
+  node_type_.resize(cluster.nodes.size());
+  for (size_t i = 0; i < node_type_.size(); ++i)
+    node_type_[i] =
+        static_cast<size_t>(std::find(types.begin(), types.end(), cluster.nodes[i].gpu_type) - types.begin());
+  single_rates_.resize(n_);
+  attempt_.assign(n_, 0);
+  attempt_left_.assign(n_, 0);
+  for (size_t i = 0; i < n_; ++i)
+    if (failing(i)) attempt_left_[i] = trace.jobs[i].failed_attempts[0];
+  start_t_ = t_ = n_ ? trace.jobs[order_[0]].arrival_s : 0;
+  restart_ = std::min(options.restart_s, options.round_s);
+}
+
+void Simulation::start_record() {
+  run_.policy = policy_.name();
+  run_.trace_name = trace_.name;
+  run_.cluster_name = cluster_.name;
+  run_.cluster_gpus = total_gpus_;
+  run_.throughputs = oracle_.source();
+  run_.params["round_s"] = fmt(options_.round_s);
+  run_.params["restart_s"] = fmt(options_.restart_s);
+  if (options_.horizon_s >= 0) run_.params["horizon_s"] = fmt(options_.horizon_s);
+  if (policy_.name() == "hadare" || options_.fork_efficiency != kDefaultForkEfficiency ||
+      options_.fork_scaling != ForkScaling::noise) {
+    run_.params["fork_efficiency"] = fmt(options_.fork_efficiency);
+    run_.params["fork_scaling"] = fork_scaling_name(options_.fork_scaling);
+  }
+  if (options_.consolidation_s > 0) run_.params["consolidation_s"] = fmt(options_.consolidation_s);
+}
+
+double Simulation::gang_rate(size_t job, const std::vector<Placement>& ps) {
+  const Job& j = trace_.jobs[job];
+  if (ps.size() != 1 || ps[0].gpus > j.gpus) return allocation_throughput(oracle_, j, cluster_, ps);
+  std::vector<double>& memo = single_rates_[job];
+  const size_t stride = static_cast<size_t>(j.gpus) + 1;
+  if (memo.empty()) memo.assign(types_ * stride, -1.0);
+  double& r = memo[node_type_[ps[0].node] * stride + static_cast<size_t>(ps[0].gpus)];
+  if (r < 0) r = allocation_throughput(oracle_, j, cluster_, ps);
+  return r;
+}
+
+// Moves the jobs that have arrived by now into the active set; when none is
+// active, jumps to the next arrival. False when nothing is left to simulate.
+bool Simulation::admit() {
+  while (true) {
+    while (next_ < n_ && trace_.jobs[order_[next_]].arrival_s <= t_) {
+      JobState* s = &states_[order_[next_++]];
+      s->waiting_s = t_ - s->job->arrival_s;
+      active_.push_back(s);
+    }
+    if (!active_.empty()) return true;
+    if (next_ >= n_) return false;
+    t_ = trace_.jobs[order_[next_]].arrival_s;
+  }
+}
+
+RunRecord Simulation::run() {
+  while (admit()) {
+    if (options_.horizon_s >= 0 && t_ >= start_t_ + options_.horizon_s) break;
+    if (rounds_ >= options_.max_rounds)
+      throw InputError("the simulation did not finish within " + std::to_string(options_.max_rounds) +
+                       " rounds (" + fmt((t_ - start_t_) / 86400) + " simulated days, " +
+                       std::to_string(active_.size()) +
+                       " jobs still active): some job runs too slowly to finish; bound it with --horizon");
+
+    out_.resize(active_.size());
+    for (size_t i = 0; i < active_.size(); ++i) out_[i] = active_[i]->current;
+    RoundContext ctx{t_, options_.round_s, &cluster_, &oracle_, &active_, options_.restart_s, fork_};
+    const auto decide_start = Clock::now();
+    policy_.decide(ctx, out_);
+    decision_ms_.push_back(seconds_since(decide_start) * 1e3);
+    check_allocations(policy_, cluster_, active_, out_);
+    if (options_.on_round) options_.on_round(t_, active_, out_);
+
+    busy_ = 0;
+    progressing_ = false;
+    for (size_t i = 0; i < active_.size(); ++i) advance(*active_[i], out_[i]);
+    if (options_.record_utilization) run_.utilization.push_back({t_, busy_});
+    ++rounds_;
+    std::erase_if(active_, [](const JobState* s) { return s->remaining <= 0; });
+    if (options_.progress) options_.progress(t_, finished_, static_cast<long>(n_));
+
+    double next_t = t_ + options_.round_s;
+    if (!progressing_) {
+      // Nothing runs: only an arrival can change the picture.
+      if (next_ >= n_) break;
+      next_t = std::max(next_t, trace_.jobs[order_[next_]].arrival_s);
+    }
+    for (JobState* s : active_)
+      if (s->current.empty()) s->waiting_s += next_t - t_;
+    t_ = next_t;
+  }
+  return finish();
+}
+
+// This round's gangs of one job into `gangs_`: each one's rate (a copy's
+// scaled by what copies are worth) and its start (the restart overhead when
+// it was not placed so last round). True when any gang is new.
+bool Simulation::price_gangs(size_t idx, JobState& s, const Allocation& a) {
+  std::vector<double>& rates = gang_rates_[idx];
+  gangs_.clear();
+  bool any_new = false;
+  PreviousGangs previous(s.current);
+  // Rates are taken raw when the allocation changed, and the copies'
+  // scaled once all are known (fork_worth: their share depends on all).
+  const bool fresh_rates = rates.empty();
+  auto add_gang = [&](const std::vector<Placement>& ps) {
+    const bool fresh = !previous.contains(ps, gangs_.size());
+    any_new = any_new || fresh;
+    if (rates.size() < gangs_.size() + 1) rates.push_back(gang_rate(idx, ps));
+    gangs_.push_back({rates[gangs_.size()], fresh ? restart_ : 0.0});
+  };
+  if (a.workers.empty()) {  // copies only: the main slot trains nothing
+    if (rates.empty()) rates.push_back(0.0);
+    gangs_.push_back({0.0, 0.0});
+  } else {
+    add_gang(a.workers);
+  }
+  for (const auto& copy : a.copies) add_gang(copy);
+  if (fresh_rates && gangs_.size() > 1) {
+    const double copies = std::accumulate(rates.begin() + 1, rates.end(), 0.0);
+    // The linear model's share is its efficiency exactly (the same
+    // figures, to the bit, as before the noise model).
+    const double worth = fork_worth(fork_, rates);
+    const double share = fork_.scaling == ForkScaling::linear ? fork_.efficiency
+                         : copies > 0                          ? std::max(0.0, worth - rates[0]) / copies
+                                                               : 0.0;
+    for (size_t g = 1; g < rates.size(); ++g) gangs_[g].rate = rates[g] *= share;
+  }
+  return any_new;
+}
+
+// One job through the round on allocation `a` (moved into its state when it
+// changed).
+void Simulation::advance(JobState& s, Allocation& a) {
+  const size_t idx = static_cast<size_t>(&s - states_.data());
+  std::vector<double>& rates = gang_rates_[idx];
+  if (a.empty()) {
+    s.current = Allocation{};
+    s.throughput = 0;
+    s.last_round_iterations.clear();
+    rates.clear();
+    return;
+  }
+  const bool changed = !(a == s.current);
+  if (changed) rates.clear();
+  const bool any_new = price_gangs(idx, s, a);
+  if (changed) s.current = std::move(a);
+  if (any_new) ++s.restarts;
+  s.throughput = 0;
+  for (const Gang& g : gangs_) s.throughput += g.rate;
+
+  if (s.first_start_s < 0) s.first_start_s = t_;
+  const double consolidation = s.current.copies.empty() ? 0.0 : std::min(options_.consolidation_s, options_.round_s);
+  const double end = options_.round_s - consolidation;
+  sorted_.assign(gangs_.begin(), gangs_.end());
+  const double tau = time_to_finish(sorted_, failing(idx) ? attempt_left_[idx] : s.remaining, end);
+  const double trained_until = tau >= 0 ? tau : end;
+  s.last_round_iterations.assign(gangs_.size(), 0.0);
+  double trained = 0;
+  for (size_t g = 0; g < gangs_.size(); ++g) {
+    const double it = gangs_[g].rate * std::max(0.0, trained_until - gangs_[g].start);
+    s.last_round_iterations[g] = it;
+    trained += it;
+  }
+  const int gpus = s.current.gpus();
+  busy_ += gpus;
+  progressing_ = progressing_ || s.throughput > 0;
+  const double held = settle(idx, s, tau, trained, consolidation);
+  s.executed_s += held;
+  s.attained_gpu_s += gpus * held;
+  s.waiting_s = 0;
+  ++s.rounds_run;
+  results_[idx].gpu_seconds += gpus * held;
+}
+
+// The job's accounting after a round in which it trained `trained`
+// iterations and reached its target (or its failure point) `tau` seconds
+// in (negative: not reached). Returns the seconds it held its GPUs.
+double Simulation::settle(size_t idx, JobState& s, double tau, double trained, double consolidation) {
+  if (failing(idx)) {
+    // A failing attempt: lost work; at its failure point it drops out.
+    const double held = tau >= 0 ? tau : options_.round_s;
+    lost_gpu_s_ += s.current.gpus() * held;
+    if (tau >= 0) {
+      ++failed_attempts_;
+      ++attempt_[idx];
+      attempt_left_[idx] = failing(idx) ? s.job->failed_attempts[attempt_[idx]] : 0;
+      s.current = Allocation{};
+      gang_rates_[idx].clear();
+    } else {
+      attempt_left_[idx] -= trained;
+    }
+    return held;
+  }
+  if (tau < 0) {
+    s.remaining -= trained;
+    s.iterations_done += trained;
+    return options_.round_s;
+  }
+  const double held = tau + consolidation;
+  s.iterations_done += s.remaining;
+  s.remaining = 0;
+  results_[idx].completion_s = t_ + held;
+  ++finished_;
+  // Finished: keep its figures, drop its placements.
+  s.current = Allocation{};
+  std::vector<double>().swap(s.last_round_iterations);
+  std::vector<double>().swap(gang_rates_[idx]);
+  std::vector<double>().swap(single_rates_[idx]);
+  return held;
+}
+
+RunRecord Simulation::finish() {
+  for (size_t i = 0; i < n_; ++i) {
+    results_[i].first_start_s = states_[i].first_start_s;
+    results_[i].iterations_done = states_[i].iterations_done;
+    results_[i].restarts = states_[i].restarts;
+  }
+  run_.jobs = std::move(results_);
+  run_.metrics = compute_metrics(run_.jobs, total_gpus_, decision_ms_, rounds_, seconds_since(wall_start_));
+  if (options_.replay_failures) {
+    run_.params["replay_failures"] = "1";
+    run_.metrics.extra["failed_attempts"] = failed_attempts_;
+    run_.metrics.extra["lost_gpu_s"] = lost_gpu_s_;
+  }
+  return std::move(run_);
+}
+
 }  // namespace
 
 RunRecord simulate(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
                    Policy& policy, const SimOptions& options) {
-  const auto wall_start = Clock::now();
-  if (options.round_s <= 0) throw InputError("round length must be positive");
-  if (options.restart_s < 0) throw InputError("restart overhead must not be negative");
-  const int total_gpus = cluster.total_gpus();
-  if (total_gpus <= 0) throw InputError("cluster '" + cluster.name + "' has no GPUs");
-  for (const Job& j : trace.jobs) {
-    if (j.gpus > total_gpus)
-      throw InputError(trace.name + ": job " + std::to_string(j.id) + " asks for " +
-                       std::to_string(j.gpus) + " GPUs but cluster '" + cluster.name +
-                       "' has only " + std::to_string(total_gpus));
-  }
-
-  const size_t n = trace.jobs.size();
-  std::vector<JobState> states(n);
-  std::vector<JobResult> results(n);
-  for (size_t i = 0; i < n; ++i) {
-    const Job& j = trace.jobs[i];
-    states[i].job = &j;
-    states[i].remaining = j.total_iterations;
-    results[i].job_id = j.id;
-    results[i].job_type = j.job_type;
-    results[i].gpus = j.gpus;
-    results[i].arrival_s = j.arrival_s;
-  }
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return trace.jobs[a].arrival_s < trace.jobs[b].arrival_s;
-  });
-
-  RunRecord run;
-  run.policy = policy.name();
-  run.trace_name = trace.name;
-  run.cluster_name = cluster.name;
-  run.cluster_gpus = total_gpus;
-  run.throughputs = oracle.source();
-  run.params["round_s"] = fmt(options.round_s);
-  run.params["restart_s"] = fmt(options.restart_s);
-  if (options.horizon_s >= 0) run.params["horizon_s"] = fmt(options.horizon_s);
-  if (policy.name() == "hadare" || options.fork_efficiency != kDefaultForkEfficiency ||
-      options.fork_scaling != ForkScaling::noise) {
-    run.params["fork_efficiency"] = fmt(options.fork_efficiency);
-    run.params["fork_scaling"] = fork_scaling_name(options.fork_scaling);
-  }
-  if (options.consolidation_s > 0) run.params["consolidation_s"] = fmt(options.consolidation_s);
-  if (!(options.fork_efficiency > 0) || options.fork_efficiency > 1)
-    throw InputError("fork efficiency must be in (0, 1]");
-  const ForkModel fork{options.fork_efficiency, options.fork_scaling};
-  if (options.consolidation_s < 0) throw InputError("consolidation time must not be negative");
-
-  std::vector<std::vector<double>> gang_rates(n);  // cached per-gang rates of `current`
-  // Rates of single-node gangs per job, [type][gpus] (lazy; < 0 = not yet
-  // asked): forked copies come and go every round, their rates do not.
-  const std::vector<std::string> types = cluster.gpu_types();
-  std::vector<size_t> node_type(cluster.nodes.size());
-  for (size_t i = 0; i < node_type.size(); ++i)
-    node_type[i] = static_cast<size_t>(
-        std::find(types.begin(), types.end(), cluster.nodes[i].gpu_type) - types.begin());
-  std::vector<std::vector<double>> single_rates(n);
-  auto gang_rate = [&](size_t job, const std::vector<Placement>& ps) {
-    const Job& j = trace.jobs[job];
-    if (ps.size() != 1 || ps[0].gpus > j.gpus) return allocation_throughput(oracle, j, cluster, ps);
-    std::vector<double>& memo = single_rates[job];
-    const size_t stride = static_cast<size_t>(j.gpus) + 1;
-    if (memo.empty()) memo.assign(types.size() * stride, -1.0);
-    double& r = memo[node_type[ps[0].node] * stride + static_cast<size_t>(ps[0].gpus)];
-    if (r < 0) r = allocation_throughput(oracle, j, cluster, ps);
-    return r;
-  };
-  // Failure replay: the attempt each job is in, and what it has left of it.
-  std::vector<size_t> attempt(n, 0);
-  std::vector<double> attempt_left(n, 0);
-  double failed_attempts = 0, lost_gpu_s = 0;
-  auto failing = [&](size_t i) {
-    return options.replay_failures && attempt[i] < trace.jobs[i].failed_attempts.size();
-  };
-  for (size_t i = 0; i < n; ++i)
-    if (failing(i)) attempt_left[i] = trace.jobs[i].failed_attempts[0];
-  std::vector<double> decision_ms;
-  std::vector<JobState*> active;
-  std::vector<Allocation> out;
-  size_t next = 0;
-  long finished = 0, rounds = 0;
-  const double start_t = n ? trace.jobs[order[0]].arrival_s : 0;
-  double t = start_t;
-  const double restart = std::min(options.restart_s, options.round_s);
-
-  while (true) {
-    while (next < n && trace.jobs[order[next]].arrival_s <= t) {
-      JobState* s = &states[order[next++]];
-      s->waiting_s = t - s->job->arrival_s;
-      active.push_back(s);
-    }
-    if (active.empty()) {
-      if (next >= n) break;
-      t = trace.jobs[order[next]].arrival_s;
-      continue;
-    }
-    if (options.horizon_s >= 0 && t >= start_t + options.horizon_s) break;
-    if (rounds >= options.max_rounds)
-      throw InputError("the simulation did not finish within " + std::to_string(options.max_rounds) +
-                       " rounds (" + fmt((t - start_t) / 86400) + " simulated days, " +
-                       std::to_string(active.size()) +
-                       " jobs still active): some job runs too slowly to finish; bound it with --horizon");
-
-    out.resize(active.size());
-    for (size_t i = 0; i < active.size(); ++i) out[i] = active[i]->current;
-    RoundContext ctx{t, options.round_s, &cluster, &oracle, &active, options.restart_s, fork};
-    const auto decide_start = Clock::now();
-    policy.decide(ctx, out);
-    decision_ms.push_back(seconds_since(decide_start) * 1e3);
-    check_allocations(policy, cluster, active, out);
-    if (options.on_round) options.on_round(t, active, out);
-
-    int busy = 0;
-    bool progressing = false;
-    std::vector<Gang> gangs, sorted;
-    for (size_t i = 0; i < active.size(); ++i) {
-      JobState& s = *active[i];
-      const size_t idx = static_cast<size_t>(&s - states.data());
-      JobResult& r = results[idx];
-      std::vector<double>& rates = gang_rates[idx];
-      Allocation& a = out[i];
-      if (a.empty()) {
-        s.current = Allocation{};
-        s.throughput = 0;
-        s.last_round_iterations.clear();
-        rates.clear();
-        continue;
-      }
-      // Gangs new this round pay the restart overhead.
-      gangs.clear();
-      bool any_new = false;
-      const bool changed = !(a == s.current);
-      if (changed) rates.clear();
-      PreviousGangs previous(s.current);
-      // Rates are taken raw when the allocation changed, and the copies'
-      // scaled once all are known (fork_worth: their share depends on all).
-      const bool fresh_rates = rates.empty();
-      auto add_gang = [&](const std::vector<Placement>& ps) {
-        const bool fresh = !previous.contains(ps, gangs.size());
-        any_new = any_new || fresh;
-        if (rates.size() < gangs.size() + 1) rates.push_back(gang_rate(idx, ps));
-        gangs.push_back({rates[gangs.size()], fresh ? restart : 0.0});
-      };
-      if (a.workers.empty()) {  // copies only: the main slot trains nothing
-        if (rates.empty()) rates.push_back(0.0);
-        gangs.push_back({0.0, 0.0});
-      } else {
-        add_gang(a.workers);
-      }
-      for (const auto& copy : a.copies) add_gang(copy);
-      if (fresh_rates && gangs.size() > 1) {
-        const double copies = std::accumulate(rates.begin() + 1, rates.end(), 0.0);
-        // The linear model's share is its efficiency exactly (the same
-        // figures, to the bit, as before the noise model).
-        const double worth = fork_worth(fork, rates);
-        const double share = fork.scaling == ForkScaling::linear ? fork.efficiency
-                             : copies > 0                         ? std::max(0.0, worth - rates[0]) / copies
-                                                                  : 0.0;
-        for (size_t g = 1; g < rates.size(); ++g) gangs[g].rate = rates[g] *= share;
-      }
-      if (changed) s.current = std::move(a);
-      if (any_new) ++s.restarts;
-      s.throughput = 0;
-      for (const Gang& g : gangs) s.throughput += g.rate;
-
-      if (s.first_start_s < 0) s.first_start_s = t;
-      const double consolidation =
-          s.current.copies.empty() ? 0.0 : std::min(options.consolidation_s, options.round_s);
-      const double end = options.round_s - consolidation;
-      sorted.assign(gangs.begin(), gangs.end());
-      const bool fails = failing(idx);
-      const double tau = time_to_finish(sorted, fails ? attempt_left[idx] : s.remaining, end);
-      const double trained_until = tau >= 0 ? tau : end;
-      s.last_round_iterations.assign(gangs.size(), 0.0);
-      double trained = 0;
-      for (size_t g = 0; g < gangs.size(); ++g) {
-        const double it = gangs[g].rate * std::max(0.0, trained_until - gangs[g].start);
-        s.last_round_iterations[g] = it;
-        trained += it;
-      }
-      const int gpus = s.current.gpus();
-      busy += gpus;
-      progressing = progressing || s.throughput > 0;
-      double held;
-      if (fails) {
-        // A failing attempt: lost work; at its failure point it drops out.
-        held = tau >= 0 ? tau : options.round_s;
-        lost_gpu_s += gpus * held;
-        if (tau >= 0) {
-          ++failed_attempts;
-          ++attempt[idx];
-          attempt_left[idx] = failing(idx) ? s.job->failed_attempts[attempt[idx]] : 0;
-          s.current = Allocation{};
-          rates.clear();
-        } else {
-          attempt_left[idx] -= trained;
-        }
-      } else if (tau >= 0) {
-        held = tau + consolidation;
-        s.iterations_done += s.remaining;
-        s.remaining = 0;
-        r.completion_s = t + held;
-        ++finished;
-        // Finished: keep its figures, drop its placements.
-        s.current = Allocation{};
-        std::vector<double>().swap(s.last_round_iterations);
-        std::vector<double>().swap(rates);
-        std::vector<double>().swap(single_rates[idx]);
-      } else {
-        held = options.round_s;
-        s.remaining -= trained;
-        s.iterations_done += trained;
-      }
-      s.executed_s += held;
-      s.attained_gpu_s += gpus * held;
-      s.waiting_s = 0;
-      ++s.rounds_run;
-      r.gpu_seconds += gpus * held;
-    }
-    if (options.record_utilization) run.utilization.push_back({t, busy});
-    ++rounds;
-    std::erase_if(active, [](const JobState* s) { return s->remaining <= 0; });
-    if (options.progress) options.progress(t, finished, static_cast<long>(n));
-
-    double next_t = t + options.round_s;
-    if (!progressing) {
-      // Nothing runs: only an arrival can change the picture.
-      if (next >= n) break;
-      next_t = std::max(next_t, trace.jobs[order[next]].arrival_s);
-    }
-    for (JobState* s : active)
-      if (s->current.empty()) s->waiting_s += next_t - t;
-    t = next_t;
-  }
-
-  for (size_t i = 0; i < n; ++i) {
-    results[i].first_start_s = states[i].first_start_s;
-    results[i].iterations_done = states[i].iterations_done;
-    results[i].restarts = states[i].restarts;
-  }
-  run.jobs = std::move(results);
-  run.metrics = compute_metrics(run.jobs, total_gpus, decision_ms, rounds, seconds_since(wall_start));
-  if (options.replay_failures) {
-    run.params["replay_failures"] = "1";
-    run.metrics.extra["failed_attempts"] = failed_attempts;
-    run.metrics.extra["lost_gpu_s"] = lost_gpu_s;
-  }
-  return run;
+  return Simulation(trace, cluster, oracle, policy, options).run();
 }
 
 }  // namespace cellsched
