@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -24,6 +25,14 @@ std::string ratio(const RunMetrics& m, const char* key) {
 nlohmann::json json_count(double x) {
   if (std::isfinite(x) && x == std::floor(x) && std::abs(x) <= 9007199254740992.0) return static_cast<int64_t>(x);
   return x;
+}
+
+void warn_unfinished(const RunRecord& run, double horizon_s, std::ostream& err) {
+  const RunMetrics& m = run.metrics;
+  if (horizon_s >= 0 || m.completed >= m.jobs) return;
+  err << "warning: " << run.policy << " left " << m.jobs - m.completed << " of " << m.jobs
+      << " jobs unfinished: it placed none of them and no job arrives later (its JCT, queueing and TTD cover the "
+      << m.completed << " finished jobs)\n";
 }
 
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
@@ -115,18 +124,24 @@ void write_run_files(const std::vector<RunRecord>& runs, const std::string& dir)
   if (ec) throw InputError(dir + ": cannot create directory: " + ec.message());
   const std::filesystem::path d(dir);
   {
+    // One header for every run (the union of their metrics, in first-seen
+    // order): a cell is empty where a run has no such metric, or where it is
+    // not defined (no JCT with no job done), as the JSON's null.
+    std::vector<std::string> columns;
+    for (const RunRecord& r : runs)
+      for (const auto& kv : metric_pairs(r.metrics))
+        if (std::find(columns.begin(), columns.end(), kv.first) == columns.end()) columns.push_back(kv.first);
     auto f = open_out(d / "summary.csv");
-    bool header = true;
+    f << "policy";
+    for (const std::string& c : columns) f << "," << c;
+    f << "\n";
     for (const RunRecord& r : runs) {
-      const auto pairs = metric_pairs(r.metrics);
-      if (header) {
-        f << "policy";
-        for (const auto& kv : pairs) f << "," << kv.first;
-        f << "\n";
-        header = false;
-      }
+      const nlohmann::json m = run_to_json(r, false)["metrics"];
       f << r.policy;
-      for (const auto& kv : pairs) f << "," << kv.second;
+      for (const std::string& c : columns) {
+        f << ",";
+        if (m.contains(c) && !m[c].is_null()) f << m[c].dump();
+      }
       f << "\n";
     }
   }

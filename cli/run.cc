@@ -199,8 +199,8 @@ void check_job(db::OnlineJob& j) {
   if (!(j.iterations >= 1 && j.iterations <= 9007199254740992.0) || j.iterations != std::floor(j.iterations))
     throw InputError("--iterations must be a whole number in [1, 2^53] (got " + num(j.iterations) + ")");
   if (j.gpus <= 0) throw InputError("--gpus must be positive (got " + std::to_string(j.gpus) + ")");
-  if (!(j.weight > 0) || !std::isfinite(j.weight) || j.weight > 1e6)
-    throw InputError("--weight must be a positive number up to 1e6 (got " + num(j.weight) + ")");
+  if (!(j.weight >= kMinWeight && j.weight <= kMaxWeight))
+    throw InputError("--weight must be in [1e-6, 1e6] (got " + num(j.weight) + ")");
   if (j.batch_size < 0) throw InputError("--batch must not be negative");
   for (const std::string* text : {&j.name, &j.job_type, &j.model})
     for (unsigned char ch : *text)
@@ -276,7 +276,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("batch", po::value(&j.batch_size)->default_value(0), "batch size")
       ("iterations", po::value(&j.iterations)->required(), "iterations to train (> 0)")
       ("gpus", po::value(&j.gpus)->default_value(1), "GPUs as one gang (> 0)")
-      ("weight", po::value(&j.weight)->default_value(1.0), "priority weight (> 0)")
+      ("weight", po::value(&j.weight)->default_value(1.0), "priority weight, [1e-6, 1e6]")
       ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <db>.d/job-<id>)")
       ("workdir", po::value(&j.workdir), "working directory of the processes (default: here)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")

@@ -84,6 +84,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
   so.progress = sim_progress(policy->name());
   const RunRecord run = simulate(in.trace, in.cluster, *in.oracle, *policy, so);
   clear_progress();
+  warn_unfinished(run, so.horizon_s, std::cerr);
   const Schedule schedule = recorder.finish(run);
   std::string json_text = schedule_to_json(schedule);
   if (ra.drop_unrunnable) {  // a key the schedule reader reads past

@@ -38,6 +38,7 @@ std::vector<RunRecord> run_policies(const std::vector<std::unique_ptr<Policy>>& 
                                policy->name());
     RunRecord run = simulate(in.trace, in.cluster, *in.oracle, *policy, so);
     clear_progress();
+    warn_unfinished(run, so.horizon_s, std::cerr);
     const double bound = bounds ? bounds->get(*policy) : -1;
     if (bound > 0) {
       run.metrics.extra["ttd_bound_s"] = bound;

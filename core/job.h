@@ -15,6 +15,8 @@ namespace cellsched {
 // noise model at 0.5 predicts the 4-gang figure within 6 % (docs/hadar.md,
 // "Fork efficiency, measured"; 0.07 step-limited).
 inline constexpr double kDefaultForkEfficiency = 0.5;
+// The priority weights a trace or `submit` may give (checked where read).
+inline constexpr double kMinWeight = 1e-6, kMaxWeight = 1e6;
 
 struct Job {
   int64_t id = 0;                 // unique in its trace, dense from 0 in arrival order (a run
@@ -26,7 +28,7 @@ struct Job {
   int batch_size = 0;             // 0 = unknown
   double total_iterations = 0;    // iterations (steps) to train, > 0
   int gpus = 1;                   // requested GPUs (gang size / scale factor), > 0
-  double weight = 1;              // priority weight, > 0
+  double weight = 1;              // priority weight, in [kMinWeight, kMaxWeight]
   double deadline_s = -1;         // absolute deadline in seconds, < 0 = none
   double duration_hint_s = -1;    // original duration where the trace gave one, < 0 = none
   std::vector<std::string> command;  // argv for online runs (may be empty)

@@ -61,6 +61,10 @@ struct Ctx {
       fail("iterations must be in [1, 2^53], got " + g(j.total_iterations) +
            (j.duration_hint_s > 0 ? " (from a duration of " + g(j.duration_hint_s) + " s)" : ""));
     if (!(j.arrival_s >= 0 && j.arrival_s <= 1e12)) fail("the arrival must be in [0, 1e12] s, got " + g(j.arrival_s));
+    // Weights far apart overflow hadar's utilities (1e307: no job is ever
+    // worth placing) and make Gavel's LP fail (1e-20: CLP stops).
+    if (!(j.weight >= kMinWeight && j.weight <= kMaxWeight))
+      fail("the priority weight must be in [1e-6, 1e6], got " + g(j.weight));
   }
   // Checks the job and appends it to the trace, read from this line.
   void add(Job j, Trace& t) const {

@@ -91,6 +91,7 @@ class Hadar : public Policy {
     reset_prices();
     for (Allocation& a : out) a = Allocation{};
     commit_all(out);
+    upgrade(out);
     if (opt_.fork) add_copies(out);
   }
 
@@ -333,6 +334,83 @@ class Hadar : public Policy {
     }
   }
 
+  // After the DP: a gang left slower than it could run on a node the DP left
+  // with room for it (a faster type, or its own type on one node) moves
+  // there, the jobs with most GPU-time left first, where the move trains
+  // more this round even after a restart. Those GPUs would idle this round,
+  // or go to copies; the prices had sent the gang to the slower GPUs to keep
+  // the fast ones for jobs that did not need them after all (on small_test,
+  // 2-GPU jobs on K80s beside an idle P100 node: TTD 2.1x fifo's).
+  void upgrade(std::vector<Allocation>& out) {
+    const size_t K = types();
+    room_.assign(K, 0);  // per type, the most free GPUs on one node
+    const auto measure = [&](size_t k) {
+      room_[k] = 0;
+      for (int n : idx_.nodes_of_type[k]) room_[k] = std::max(room_[k], free_[n]);
+    };
+    for (size_t k = 0; k < K; ++k) measure(k);
+    const int most = *std::max_element(room_.begin(), room_.end());
+    // A gang mixed over types had its bottleneck type full: GPUs of that
+    // type are not freed, so mixing still happens only when it is full.
+    pinned_.assign(K, 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const std::vector<double>& per_worker = caches_[i]->spread;
+      size_t slowest = K;
+      bool mixed = false;
+      for (const Placement& p : out[i].workers) {
+        const size_t k = idx_.type_of_node[static_cast<size_t>(p.node)];
+        if (slowest < K && k != slowest) mixed = true;
+        if (slowest == K || per_worker[k] < per_worker[slowest]) slowest = k;
+      }
+      if (mixed) pinned_[slowest] = 1;
+    }
+    // Only gangs that some type with room could speed up: on two or more
+    // nodes, or on a type slower per worker than one with room.
+    const auto could_gain = [&](size_t i) {
+      const std::vector<Placement>& ws = out[i].workers;
+      const int w = jobs()[i]->job->gpus;
+      if (ws.empty() || w > most) return false;
+      for (const Placement& p : ws)
+        if (pinned_[idx_.type_of_node[static_cast<size_t>(p.node)]]) return false;
+      const std::vector<double>& packed = caches_[i]->packed;
+      const double own = ws.size() > 1 ? 0 : packed[idx_.type_of_node[static_cast<size_t>(ws[0].node)]];
+      for (size_t k = 0; k < K; ++k)
+        if (room_[k] >= w && packed[k] > own) return true;
+      return false;
+    };
+    by_left_.clear();
+    for (size_t i = 0; i < jobs().size(); ++i)
+      if (could_gain(i)) by_left_.push_back({jobs()[i]->remaining / best_rate(i) * jobs()[i]->job->gpus, i});
+    std::stable_sort(by_left_.begin(), by_left_.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    const double round = ctx_->round_s, trains = std::max(0.0, round - ctx_->restart_s);
+    for (const auto& [unused, i] : by_left_) {
+      const Job& job = *jobs()[i]->job;
+      const int w = job.gpus;
+      const std::vector<double>& packed = caches_[i]->packed;
+      double now = -1, best = 0;
+      int to = -1;
+      for (size_t k = 0; k < K; ++k) {
+        const double r = w * packed[k] * trains;
+        if (room_[k] < w || !(r > 0)) continue;
+        if (now < 0) {  // what the DP's placement trains this round
+          const bool kept = out[i].workers == jobs()[i]->current.workers;
+          now = best = allocation_throughput(*ctx_->oracle, job, *ctx_->cluster, out[i].workers) * (kept ? round : trains);
+        }
+        if (!(r > best * (1 + 1e-9))) continue;
+        best = r;
+        to = -1;
+        for (int n : idx_.nodes_of_type[k])  // the node with least room that fits (best fit)
+          if (free_[n] >= w && (to < 0 || free_[n] < free_[static_cast<size_t>(to)])) to = n;
+      }
+      if (to < 0) continue;
+      for (const Placement& p : out[i].workers) free_[p.node] += p.gpus;
+      for (const Placement& p : out[i].workers) measure(idx_.type_of_node[static_cast<size_t>(p.node)]);
+      out[i].workers = {Placement{to, w}};
+      free_[static_cast<size_t>(to)] -= w;
+      measure(idx_.type_of_node[static_cast<size_t>(to)]);
+    }
+  }
+
   // Puts job i's workers on nodes: last round's placement when kept, else per
   // type on the fewest nodes, preferring GPUs no other job held last round.
   void place(size_t i, const Candidate& c, Allocation& a) {
@@ -409,6 +487,8 @@ class Hadar : public Policy {
   enum class Term { none, spare, busy } term_ = Term::none;
   std::vector<int> counts_;  // scratch for evaluate()
   std::vector<int> avail_;   // scratch for place_type()
+  std::vector<int> room_, pinned_;                 // scratch for upgrade()
+  std::vector<std::pair<double, size_t>> by_left_;  // scratch for upgrade()
   std::vector<double> main_rate_;                   // scratch for add_copies()
   std::vector<hadar_detail::CopyRates> copy_rates_;  // scratch for add_copies()
   hadar_detail::CopyPlacer copies_;   // HadarE's copies

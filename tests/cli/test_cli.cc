@@ -721,6 +721,40 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
             run({"trace", "generate", "--jobs", "3"}).out);
 }
 
+// A run that ends with jobs never placed (fifo places type-agnostically and
+// leaves four of this trace's jobs on no cell of the table) says so on
+// stderr; summary.csv keeps one header for every run, empty where a figure
+// is not defined (no JCT with no job done), as the JSON's null.
+TEST_F(Cli, UnfinishedRunsWarnAndSummaryCsvKeepsItsColumns) {
+  const std::string data = CELLSCHED_TEST_DATA "/traces/";
+  const fs::path out = dir_ / "unfinished";
+  Result r = run({"simulate", "--trace", data + "arena_dummy_runtime_trace.csv", "--oracle", "measured",
+                  "--cells-table", data + "measured_cells.csv", "--cluster", "a40:16,a10:16", "--round", "60",
+                  "--policy", "fifo,hadar", "--no-db", "--out", out.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: fifo left 4 of 22 jobs unfinished"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("warning: hadar"), std::string::npos) << r.err;
+  const std::string three = write("three.csv", run({"trace", "generate", "--jobs", "3"}).out);
+  const fs::path early = dir_ / "early";
+  r = run({"simulate", "--trace", three, "--cluster", "v100:8", "--policy", "fifo,hadar", "--no-db", "--horizon",
+           "1", "--out", early.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning:"), std::string::npos) << "a --horizon stop is asked for: " << r.err;
+  for (const fs::path& d : {out, early}) {
+    std::ifstream f(d / "summary.csv");
+    std::string header, row;
+    ASSERT_TRUE(std::getline(f, header));
+    const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
+    int rows = 0;
+    while (std::getline(f, row)) {
+      ++rows;
+      EXPECT_EQ(fields(row), fields(header)) << d << ": " << row;
+      if (d == early) EXPECT_NE(row.find(",3,0,,,,,"), std::string::npos) << "no JCT with no job done: " << row;
+    }
+    EXPECT_EQ(rows, 2) << d;
+  }
+}
+
 // -o onto a link writes its target; onto a pipe or device, in place (the
 // rename that makes a file appear whole replaced /dev/null with a file).
 TEST_F(Cli, TraceOutputKeepsLinksAndPipes) {

@@ -165,6 +165,9 @@ TEST(TraceGavel, BadLines) {
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t0\t1\t-1\t0", "scale_factor must be a positive"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1.5\t1\t-1\t0", "scale_factor must be an integer"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t0\t-1\t0", "priority_weight must be positive"},
+      // Weights so far apart overflow hadar's utilities or stop Gavel's LP.
+      {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1e308\t-1\t0", "priority weight must be in [1e-6, 1e6]"},
+      {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1e-20\t-1\t0", "priority weight must be in [1e-6, 1e6]"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1\t-1\t-5", "arrival_time must not be negative"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1\tx\t0", "SLO must be a number"},
       {"A3C\tpython3\trl\t--max-steps\t0\tnan\t1\t1\t-1\t0", "total_steps must be a number"},

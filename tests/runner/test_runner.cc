@@ -175,7 +175,8 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
       {{"--iterations", "1.5"}, "--iterations must be a whole number in [1, 2^53]"},
       {{"--iterations", "1e300"}, "--iterations must be a whole number in [1, 2^53]"},
       {{"--iterations", "99999999999999999999"}, "--iterations must be a whole number in [1, 2^53]"},
-      {{"--iterations", "5", "--weight", "inf"}, "--weight must be a positive number"},
+      {{"--iterations", "5", "--weight", "inf"}, "--weight must be in [1e-6, 1e6]"},
+      {{"--iterations", "5", "--weight", "1e-9"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--checkpoint-dir", "/etc/passwd"}, "--checkpoint-dir /etc/passwd: must be a directory"},
       {{"--iterations", "5", "--checkpoint-dir", "/nonexistent/x/y"}, "--checkpoint-dir /nonexistent/x/y: must be"},
   };

@@ -80,6 +80,44 @@ TEST(Hadar, PrefersTheFastTypeWhenItIsFree) {
   EXPECT_EQ(out[0].workers[0], (Placement{0, 2}));
 }
 
+// Gavel's small_test shape: 20 jobs of 1, 2 and 4 GPUs that all fit at once
+// on 8 V100, 16 P100 and 24 K80 GPUs (4-GPU nodes). The prices once sent
+// 2-GPU jobs, the longest among them, to K80s while a P100 node sat idle
+// (TTD 2.1x fifo's); no gang may now run slower than it would on a node
+// still left with room for it.
+TEST(Hadar, LeavesNoGangSlowerThanANodeWithRoomForItWouldRunIt) {
+  Cluster c;
+  c.name = "gavel-physical";
+  for (int n = 0; n < 12; ++n)
+    c.nodes.push_back({"n" + std::to_string(n), "localhost", n < 2 ? "v100" : n < 6 ? "p100" : "k80", 4});
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 2.5}};
+  std::vector<Job> js;
+  for (int i = 0; i < 20; ++i) js.push_back(make_job(i, 0, i % 7 == 0 ? 4 : i % 3 == 0 ? 2 : 1, 2000.0 + 997 * (i % 5)));
+  for (const bool fork : {false, true}) {
+    std::vector<JobState> states;
+    for (const Job& j : js) states.push_back(state_of(j));
+    auto policy = fork ? make_hadare() : make_hadar();
+    const auto out = decide_once(*policy, c, o, states);
+    std::vector<int> free(c.nodes.size(), 4);
+    for (const Allocation& a : out) {
+      for (const Placement& p : a.workers) free[static_cast<size_t>(p.node)] -= p.gpus;
+      for (const auto& copy : a.copies)
+        for (const Placement& p : copy) free[static_cast<size_t>(p.node)] -= p.gpus;
+    }
+    for (size_t i = 0; i < js.size(); ++i) {
+      int workers = 0;
+      for (const Placement& p : out[i].workers) workers += p.gpus;
+      ASSERT_EQ(workers, js[i].gpus) << policy->name() << ": every job fits";
+      const double rate = allocation_throughput(o, js[i], c, out[i].workers);
+      for (size_t n = 0; n < c.nodes.size(); ++n)
+        if (free[n] >= js[i].gpus)
+          EXPECT_GE(rate, js[i].gpus * o.rate.at(c.nodes[n].gpu_type))
+              << policy->name() << ": job " << i << " runs slower than it would on idle node " << n;
+    }
+  }
+}
+
 // Job 0 is worth far more per GPU than job 1 (weight 1e8). In the first
 // reading (hadar-design, U bounds over this round's jobs) once job 0 holds
 // one of the four V100s the price, (u1/2)(2e8)^(1/4) ~ 59 u1, exceeds job 1's
