@@ -110,6 +110,10 @@ std::string data_dir() {
 
 std::string default_throughputs() { return data_dir() + "/gavel/simulation_throughputs.json"; }
 
+std::string count_of(long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);

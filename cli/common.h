@@ -104,6 +104,8 @@ std::string fixed(double v, int decimals);
 // Short: whole numbers in full (below 1e15), others %g; nan/inf as such
 // (for messages about bad numbers, params and counts).
 std::string num(double v);
+// "1 node", "3 nodes": a count with its noun, plural unless one.
+std::string count_of(long n, const std::string& noun);
 
 // --fork-efficiency, shared by simulate/schedule, sweep and run: the value
 // defaults to kDefaultForkEfficiency (core/job.h) and prints it as such.

@@ -1,4 +1,5 @@
 // `cellsched db runs|show`.
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -52,9 +53,9 @@ int db_runs(const std::vector<std::string>& args) {
 int db_show(const std::vector<std::string>& args) {
   po::options_description opt("db show options");
   std::string path, jobs_csv;
-  std::vector<int64_t> ids;
+  std::vector<std::string> id_args;
   opt.add_options()
-      ("run", po::value(&ids)->multitoken()->required(), "run id(s); several are compared side by side")
+      ("run", po::value(&id_args)->multitoken()->required(), "run id(s); several are compared side by side")
       ("db", po::value(&path)->default_value(default_db_path()), "SQLite file")
       ("jobs-csv", po::value(&jobs_csv), "also write the per-job results of the (first) run to this CSV")
       ("json", "print JSON (with per-job results)");
@@ -62,6 +63,14 @@ int db_show(const std::vector<std::string>& args) {
   pos.add("run", -1);
   po::variables_map vm;
   if (!parse("cellsched db show RUN [RUN ...] [--db PATH] [--json]", args, opt, pos, vm)) return 0;
+  std::vector<int64_t> ids;
+  for (const std::string& a : id_args) {
+    int64_t id = 0;
+    const auto [end, ec] = std::from_chars(a.data(), a.data() + a.size(), id);
+    if (ec != std::errc() || end != a.data() + a.size() || id < 1)
+      throw InputError("a run id is a whole number from 1 (cellsched db runs lists them), got '" + a + "'");
+    ids.push_back(id);
+  }
   const db::Store store = open_existing(path);
   std::vector<RunRecord> runs;
   for (int64_t id : ids) {

@@ -236,7 +236,7 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
     return 0;
   }
   std::cout << "host mode: primary " << in.trace.name << " (" << primary.size() << " jobs, FCFS + EASY, walltime x"
-            << num(ha.walltime_factor) << ") on " << in.cluster.nodes.size() << " nodes of "
+            << num(ha.walltime_factor) << ") on " << count_of(static_cast<long>(in.cluster.nodes.size()), "node") << " of "
             << in.cluster.nodes.front().gpus << " GPUs; " << mix.size() << " malleable jobs; grace " << num(ha.grace_s)
             << " s, reclaim " << ha.reclaim << "\n\n";
   Table t({"policy", "malleable thr (node-eq)", "idle used %", "done", "JCT mean h", "rescales", "claims", "lost %",

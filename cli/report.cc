@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include <filesystem>
@@ -61,7 +62,18 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
   j["cluster"] = r.cluster_name;
   j["cluster_gpus"] = r.cluster_gpus;
   j["throughputs"] = r.throughputs;
-  j["params"] = r.params;
+  // Parameters are stored as text; numbers go out as numbers (as `sweep
+  // --json` and `schedule --json` give them), names as strings.
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : r.params) {
+    char* end = nullptr;
+    const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+    if (!v.empty() && end == v.c_str() + v.size() && std::isfinite(x))
+      params[k] = json_count(x);
+    else
+      params[k] = v;
+  }
+  j["params"] = params;
   nlohmann::json m = nlohmann::json::object();
   // Counts print as integers (600, not 600.0); everything else as measured.
   // With no job done there is no JCT: null, not 0 (a --horizon that ends

@@ -180,8 +180,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!quiet) o.log = [](const std::string& m) { std::cerr << stamp() << " " << m << std::endl; };
   install_handlers();
   if (o.log)
-    o.log("cellsched run: " + std::to_string(cluster.nodes.size()) + " nodes, " +
-          std::to_string(cluster.total_gpus()) + " GPUs, policy " + o.policy + ", round " + num(o.round_s) +
+    o.log("cellsched run: " + count_of(static_cast<long>(cluster.nodes.size()), "node") + ", " +
+          count_of(cluster.total_gpus(), "GPU") + ", policy " + o.policy + ", round " + num(o.round_s) +
           " s, executor " + executor->name() + ", averaging " + (averager ? averager->name() : "off") +
           ", db " + db_path);
   runner::Runner r(store, cluster, *executor, base.get(), averager.get(), o);

@@ -63,8 +63,8 @@ void print_simulation(const std::vector<RunRecord>& runs, const ReplayInputs& in
   const SimOptions& so = in.options;
   std::cout << "trace " << in.trace.name << " (" << in.trace.jobs.size() << " jobs, " << in.trace.format
             << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << "), cluster "
-            << in.cluster.name << " (" << in.cluster.total_gpus() << " GPUs on " << in.cluster.nodes.size()
-            << " nodes), round " << so.round_s << " s, restart " << so.restart_s << " s\n\n";
+            << in.cluster.name << " (" << in.cluster.total_gpus() << " GPUs on "
+            << count_of(static_cast<long>(in.cluster.nodes.size()), "node") << "), round " << so.round_s << " s, restart " << so.restart_s << " s\n\n";
   print_comparison(runs, std::cout);
   if (so.replay_failures) {
     std::cout << "\nfailures replayed:\n";
@@ -89,7 +89,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       ("policy", po::value(&policies)->default_value(all_policies()),
        (std::string("comma-separated policies (with --malleable: ") + kHostModePolicies + ")").c_str())
       ("db", po::value(&db_path)->default_value(default_db_path()), "SQLite file the runs are stored in")
-      ("no-db", "do not store the runs")
+      ("no-db", "do not store the runs (wins over --db)")
       ("out", po::value(&out_dir), "write summary.csv, summary.json, jobs-<policy>.csv, utilization-<policy>.csv and the plots here")
       ("no-bound", "skip the LP lower bound on TTD")
       ("no-plots", "with --out: skip the PNG plots (jct_cdf.png, utilization.png)")
@@ -106,7 +106,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (names.empty()) throw InputError("--policy: no policy named");
   std::vector<std::unique_ptr<Policy>> policy_objs;
   check_policy_settings(ra.policy);
-  for (const std::string& n : names) policy_objs.push_back(make_policy(n, ra.policy));
+  for (const std::string& n : names) {
+    policy_objs.push_back(make_policy(n, ra.policy));
+    for (size_t k = 0; k + 1 < policy_objs.size(); ++k)
+      if (policy_objs[k]->name() == policy_objs.back()->name())
+        throw InputError("--policy: " + policy_objs.back()->name() + " is named twice");
+  }
   const ReplayInputs in = load_replay_inputs(ra);
   if (vm.count("out")) check_out_dir("out", out_dir);  // a place the outputs cannot go is found before anything runs
   if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs

@@ -223,8 +223,8 @@ int cmd_cluster(const std::vector<std::string>& args) {
               << "\n";
     return 0;
   }
-  std::cout << "cluster " << c.name << ": " << c.nodes.size() << " nodes, " << c.total_gpus()
-            << " GPUs\n\n";
+  std::cout << "cluster " << c.name << ": " << count_of(static_cast<long>(c.nodes.size()), "node") << ", "
+            << count_of(c.total_gpus(), "GPU") << "\n\n";
   Table t({"GPU type", "nodes", "GPUs"});
   for (const std::string& type : c.gpu_types()) {
     long nodes = 0;

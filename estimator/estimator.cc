@@ -178,8 +178,9 @@ StageEstimate price_stage(const CostModel& cm, const Cell& cell, const Plan& pla
   }
   const bool stage_network = host_of(first_gpu) != host_of(last_gpu);
   st.network_grad_sync = sp.dp > 1 && stage_network;
-  st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv);
-  st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms);
+  const int nics = dp_nics(sp.dp, sp.tp, cell.gpus_per_host);
+  st.grad_sync_total_ms = cm.collective_ms("all_reduce", sp.dp, stage_network, params * bpv, nics);
+  st.grad_sync_ms = cm.grad_sync_ms(sp.dp, stage_network, params * bpv, st.bwd_ms, nics);
   st.optimizer_ms = cm.step_ms(params, sp.dp, std::min(streams, sp.gpus()));
   st.accumulate_ms = cm.accumulate_ms(params, sp.dp, B, streams);
   st.params_bytes = params * bpv;

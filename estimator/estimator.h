@@ -125,6 +125,13 @@ struct Estimate {
 // Recomputation runs a stage's forward, and half its tensor-parallel
 // all-reduces, again during backward: the extra time per micro-batch.
 inline double recompute_ms(double fwd_ms, double tp_comm_ms) { return fwd_ms + tp_comm_ms / 2; }
+// NICs a host gives each data-parallel group of a stage that spans hosts:
+// with tp shards side by side, a host of g GPUs holds g / tp replicas of a
+// shard, each with its own NIC (collective_ms).
+inline int dp_nics(int dp, int tp, int gpus_per_host) {
+  const int per_host = gpus_per_host / (tp > 0 ? tp : 1);
+  return per_host < 1 ? 1 : (dp < per_host ? dp : per_host);
+}
 // Activation bytes one GPU of a stage holds (per-sample sums over its layers;
 // `m` samples per micro-batch, `in_flight` micro-batches under 1F1B): the
 // saved activations of every micro-batch in flight, or under recomputation
@@ -169,7 +176,11 @@ class CostModel {
   // or the layer is not tensor-parallel).
   double tp_comm_ms(int layer, int tp, double micro_batch, bool network) const;
   // A collective over `ranks` ranks of `bytes` per rank; 0 for one rank.
-  double collective_ms(const std::string& collective, int ranks, bool network, double bytes) const;
+  // `nics`: inter-host links each host gives the collective. NCCL runs one
+  // ring per NIC, so between hosts a collective whose group has n GPUs on a
+  // host moves data over n NICs at once (the catalogue's figure is per GPU),
+  // up to the host's own link (NVLink or PCIe). Measured curves include it.
+  double collective_ms(const std::string& collective, int ranks, bool network, double bytes, int nics = 1) const;
   // The part of a hand-off between two stages (send_recv over 2 ranks of
   // `bytes`) that grows with its size: the measured curve's fitted slope x
   // bytes, or bytes / the catalogue's link; never more than the whole hand-off.
@@ -201,7 +212,7 @@ class CostModel {
   // ranks: on GPU types (overlap on) buckets of bucket_mb are reduced while the
   // last micro-batch's backward (`bwd_ms`) runs, so only what exceeds it and
   // the last bucket remain; otherwise the whole all-reduce.
-  double grad_sync_ms(int dp, bool network, double bytes, double bwd_ms) const;
+  double grad_sync_ms(int dp, bool network, double bytes, double bwd_ms, int nics = 1) const;
   Precision precision() const { return model_.precision; }
   // Optimizer state bytes per parameter.
   double optimizer_state_bytes_per_param() const;

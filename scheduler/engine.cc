@@ -416,7 +416,7 @@ double Simulation::settle(size_t idx, JobState& s, double tau, double trained, d
     return options_.round_s;
   }
   const double held = tau + consolidation;
-  s.iterations_done += s.remaining;
+  s.iterations_done = s.job->total_iterations;  // what the sum of its rounds comes to, without its rounding
   s.remaining = 0;
   results_[idx].completion_s = t_ + held;
   ++finished_;

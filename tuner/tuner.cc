@@ -222,7 +222,9 @@ class StageSearch {
                 : 0;
         y.max_c = std::max(x.max_c, c);
         y.sum = x.sum + s_acc + c;
-        y.max_sync = std::max(x.max_sync, cm_.grad_sync_ms(shapes_[k].dp, stage_net, p * bpv, bwd) +
+        y.max_sync = std::max(x.max_sync, cm_.grad_sync_ms(shapes_[k].dp, stage_net, p * bpv, bwd,
+                                                           estimator::dp_nics(shapes_[k].dp, shapes_[k].tp,
+                                                                              cell_.gpus_per_host)) +
                                               cm_.step_ms(p, shapes_[k].dp,
                                                           std::min(cell_.gpus_per_host, shapes_[k].dp * shapes_[k].tp)));
         y.mem = std::max(x.mem, mem);
@@ -399,6 +401,16 @@ Plan plan_from_json(const std::string& text) {
 }
 
 std::string breakdown_json(const Estimate& e) {
+  // Bytes are whole: integers in the JSON (10435330048, not 10435330048.0);
+  // a replica's micro-batch is an integer wherever it is whole.
+  const auto bytes = [](double b) -> nlohmann::json {
+    if (std::isfinite(b) && std::abs(b) < 9e15) return static_cast<int64_t>(std::llround(b));
+    return b;
+  };
+  const auto count = [](double x) -> nlohmann::json {
+    if (std::isfinite(x) && x == std::floor(x) && std::abs(x) < 9e15) return static_cast<int64_t>(x);
+    return x;
+  };
   nlohmann::json j;
   j["basis"] = estimator::basis_name(e.basis);
   j["precision"] = precision_name(e.precision);
@@ -408,20 +420,20 @@ std::string breakdown_json(const Estimate& e) {
   j["pipeline_compute_ms"] = e.pipeline_compute_ms;
   j["pipeline_comm_ms"] = e.pipeline_comm_ms;
   j["sync_ms"] = e.sync_ms;
-  j["memory_bytes"] = e.memory_bytes;
-  j["memory_capacity_bytes"] = e.memory_capacity_bytes;
+  j["memory_bytes"] = bytes(e.memory_bytes);
+  j["memory_capacity_bytes"] = bytes(e.memory_capacity_bytes);
   j["feasible"] = e.feasible;
   if (!e.feasible) j["infeasible_reason"] = e.infeasible_reason;
   auto& st = j["stages"] = nlohmann::json::array();
   for (const auto& s : e.stages)
     st.push_back({{"first_layer", s.first_layer}, {"num_layers", s.num_layers}, {"dp", s.dp}, {"tp", s.tp},
-                  {"replica_micro_batch", s.replica_micro_batch}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
+                  {"replica_micro_batch", count(s.replica_micro_batch)}, {"fwd_ms", s.fwd_ms}, {"bwd_ms", s.bwd_ms},
                   {"tp_comm_ms", s.tp_comm_ms}, {"send_ms", s.send_ms}, {"send_transfer_ms", s.send_transfer_ms}, {"grad_sync_ms", s.grad_sync_ms}, {"grad_sync_total_ms", s.grad_sync_total_ms},
                   {"optimizer_ms", s.optimizer_ms}, {"accumulate_ms", s.accumulate_ms},
-                  {"recompute_ms", s.recompute_ms}, {"params_bytes", s.params_bytes},
-                  {"grads_bytes", s.grads_bytes}, {"optimizer_bytes", s.optimizer_bytes},
-                  {"activation_bytes", s.activation_bytes}, {"in_flight", s.in_flight},
-                  {"memory_bytes", s.memory_bytes}});
+                  {"recompute_ms", s.recompute_ms}, {"params_bytes", bytes(s.params_bytes)},
+                  {"grads_bytes", bytes(s.grads_bytes)}, {"optimizer_bytes", bytes(s.optimizer_bytes)},
+                  {"activation_bytes", bytes(s.activation_bytes)}, {"in_flight", s.in_flight},
+                  {"memory_bytes", bytes(s.memory_bytes)}});
   return j.dump();
 }
 

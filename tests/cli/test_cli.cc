@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -81,6 +82,9 @@ TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
     EXPECT_EQ(run["metrics"]["completed"], 20);
     EXPECT_GT(run["metrics"]["cru"].get<double>(), 0);
     EXPECT_LE(run["metrics"]["cru"].get<double>(), 1);
+    // Parameters stored as text go out as numbers where they are numbers.
+    EXPECT_EQ(run["params"]["round_s"], 360) << run["params"];
+    EXPECT_TRUE(run["params"]["trace_format"].is_string()) << run["params"];
   }
   EXPECT_TRUE(fs::exists(dir_ / "out" / "jobs-fifo.csv"));
   EXPECT_TRUE(fs::exists(dir_ / "out" / "utilization-yarn-cs.csv"));
@@ -97,6 +101,7 @@ TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
   ASSERT_EQ(shown_all.size(), 1u);
   const auto& shown = shown_all[0];
   EXPECT_EQ(shown["jobs"].size(), 20u);
+
   EXPECT_TRUE(shown["metrics"]["jobs"].is_number_integer());
   EXPECT_TRUE(shown["metrics"]["completed"].is_number_integer());
   EXPECT_TRUE(shown["metrics"]["rounds"].is_number_integer());
@@ -159,6 +164,18 @@ TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {
              "--policy", "fifo", "--db", db(), flag, "5"});
     EXPECT_EQ(r.status, 2) << flag;
     EXPECT_NE(r.err.find(flag + " applies only to the host-scheduler mode (--malleable)"), std::string::npos) << r.err;
+  }
+  // A policy named twice (its run would be stored twice).
+  r = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster", "v100:8",
+           "--policy", "fifo,gavel,fifo", "--db", db()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--policy: fifo is named twice"), std::string::npos) << r.err;
+  for (const std::string id : {"abc", "0", "1.5", "9999999999999999999999"}) {
+    r = run({"db", "show", id, "--db", db()});
+    EXPECT_EQ(r.status, 2) << id;
+    EXPECT_NE(r.err.find("a run id is a whole number from 1 (cellsched db runs lists them), got '" + id + "'"),
+              std::string::npos)
+        << r.err;
   }
   EXPECT_EQ(cellsched::db::Store::open(db()).list_runs().size(), before);
 }
@@ -719,6 +736,22 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
   // An alias is the catalogue's type.
   EXPECT_EQ(run({"trace", "generate", "--jobs", "3", "--reference-gpu", "V100"}).out,
             run({"trace", "generate", "--jobs", "3"}).out);
+}
+
+// A finished job did all its iterations, exactly: the sum of its rounds'
+// shares once came to 925981.9999999999 for 925,982 (40 of fifo's 96 jobs here).
+TEST_F(Cli, FinishedJobsReportEveryIterationExactly) {
+  Result r = run({"simulate", "--trace", examples("data/gavel/traces/max_min_fairness.trace"), "--cluster",
+                  examples("clusters/gavel-physical.yaml"), "--policy", "fifo", "--db", db(), "--no-bound"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"db", "show", "1", "--db", db(), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto jobs = nlohmann::json::parse(r.out).at(0).at("jobs");
+  ASSERT_EQ(jobs.size(), 96u);
+  for (const auto& job : jobs) {
+    const double done = job["iterations_done"].get<double>();
+    EXPECT_EQ(done, std::floor(done)) << job;
+  }
 }
 
 // A run that ends with jobs never placed (fifo places type-agnostically and

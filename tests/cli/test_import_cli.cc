@@ -85,7 +85,8 @@ TEST_F(ImportCli, SimulateTakesTheFilesDirectly) {
   ASSERT_EQ(two.size(), 2u);
   // The T4-only pod: Gavel's table has no T4, so it is left out and counted.
   for (const auto& one : two) {
-    EXPECT_EQ(one["params"]["dropped_unrunnable"], "1") << one["params"];
+    EXPECT_EQ(one["params"]["dropped_unrunnable"], 1) << one["params"];  // numbers as numbers
+    EXPECT_EQ(one["params"]["trace_format"], "alibaba-pods") << one["params"];
     EXPECT_EQ(one["metrics"]["jobs"], 3) << one["metrics"];
   }
   r = run({"simulate", "--trace", fixture("arena_dummy_runtime_trace.csv"), "--cluster",

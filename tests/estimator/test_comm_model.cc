@@ -1,0 +1,65 @@
+// The modeled communication of tensor- and data-parallel plans: what each
+// kind of tensor-parallel layer all-reduces, and how many NICs a
+// data-parallel group spanning hosts drives at once.
+#include <gtest/gtest.h>
+
+#include "core/model.h"
+#include "estimator/estimator.h"
+
+namespace cellsched::estimator {
+namespace {
+
+// Megatron: a block all-reduces its s x h output twice forward and twice
+// backward; the vocabulary-parallel embedding once forward; the
+// vocabulary-parallel head keeps its logits sharded (its input's gradient
+// once backward, three fp32 values a token for the cross-entropy).
+TEST(CommModel, TensorParallelLayersAllReduceAsMegatronDoes) {
+  const ModelSpec m = model_by_name("gpt-125m");
+  const CostModel cm(m, "a100-80", nullptr, nullptr);  // bf16: 2 bytes a value
+  ASSERT_EQ(m.layers.front().kind, "embedding");
+  ASSERT_EQ(m.layers[1].kind, "decoder");
+  ASSERT_EQ(m.layers.back().kind, "head");
+  const int tp = 8, head = static_cast<int>(m.layers.size()) - 1;
+  const double mb = 2, s = m.seq, bpv = cm.model().bytes_per_value;
+  ASSERT_EQ(bpv, 2);
+  // What a layer hands on (the residual stream, fp32 under autocast).
+  const auto out = [&](int l) { return cm.model().layers[static_cast<size_t>(l)].activation_bytes_per_sample * mb; };
+  const auto ar = [&](double bytes) { return cm.collective_ms("all_reduce", tp, false, bytes); };
+  EXPECT_NEAR(cm.tp_comm_ms(0, tp, mb, false), ar(out(0)), 1e-12);
+  EXPECT_NEAR(cm.tp_comm_ms(1, tp, mb, false), 4 * ar(out(1)), 1e-12);
+  const double head_ms = cm.tp_comm_ms(head, tp, mb, false);
+  EXPECT_NEAR(head_ms, ar(out(head - 1)) + 3 * ar(s * 4 * mb), 1e-12);
+  // The whole logits four times cost over ten times as much: gpt-1.3b's
+  // head was priced above all its blocks at tp=8.
+  EXPECT_LT(10 * head_ms, 4 * ar(s * m.vocab * bpv * mb));
+  EXPECT_EQ(cm.tp_comm_ms(head, 1, mb, false), 0);
+}
+
+TEST(CommModel, DataParallelGroupsDriveOneNicPerReplicaOnAHost) {
+  EXPECT_EQ(dp_nics(16, 1, 8), 8);
+  EXPECT_EQ(dp_nics(16, 2, 8), 4);  // two shard groups share the host's 8 NICs
+  EXPECT_EQ(dp_nics(2, 1, 8), 2);
+  EXPECT_EQ(dp_nics(4, 8, 4), 1);  // tp wider than the host: still one NIC
+  const CostModel cm(model_by_name("gpt-125m"), "a100-80", nullptr, nullptr);
+  // A100: 25 GB/s a NIC (one 200 Gb/s HDR per GPU), NVLink 300 GB/s, 20 us a
+  // ring step between hosts. 16 ranks, busbw factor 2 x 15 / 16.
+  const double bytes = 1e9, busbw = 2.0 * 15 / 16;
+  const auto ring = [&](double gbps) { return (20 * 30 + busbw * bytes / (gbps * 1e3)) / 1000; };
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 16, true, bytes), ring(25), 1e-9);
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 16, true, bytes, 8), ring(200), 1e-9);
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 16, true, bytes, 16), ring(300), 1e-9);  // the host's NVLink caps it
+  EXPECT_NEAR(cm.collective_ms("all_reduce", 8, false, bytes, 8), cm.collective_ms("all_reduce", 8, false, bytes),
+              1e-12);  // inside a host NICs do not matter
+  // In an estimate: 16 replicas over two 8-GPU hosts use all 8 NICs of each.
+  const Cell cell{"gpt-125m", "a100-80", 2, 8, 1};
+  Plan p;
+  p.micro_batch_size = 16;
+  p.stages = {{0, static_cast<int>(cm.model().layers.size()), 16, 1}};
+  const Estimate e = estimate(cm, cell, p);
+  const double grads = cm.model().total_params() * cm.model().bytes_per_value;
+  EXPECT_TRUE(e.stages[0].network_grad_sync);
+  EXPECT_NEAR(e.stages[0].grad_sync_total_ms, cm.collective_ms("all_reduce", 16, true, grads, 8), 1e-9);
+}
+
+}  // namespace
+}  // namespace cellsched::estimator
