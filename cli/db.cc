@@ -109,10 +109,13 @@ int cmd_db(const std::vector<std::string>& args) {
   if (sub == "runs") return db_runs(rest);
   if (sub == "show") return db_show(rest);
   if (sub == "--help" || sub == "-h") {
-    std::cout << "usage: cellsched db runs|show [options] (each takes --help)\n";
+    std::cout << "usage: cellsched db runs|show [options] (each takes --help)\n"
+                 "  runs   list the stored runs, newest first\n"
+                 "  show   one run's metrics and jobs, or several runs side by side\n";
     return 0;
   }
-  throw InputError("usage: cellsched db runs|show [options]");
+  if (sub.empty()) throw InputError("usage: cellsched db runs|show [options]");
+  throw InputError("unknown subcommand '" + sub + "' (usage: cellsched db runs|show [options])");
 }
 
 }  // namespace cellsched::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <ostream>
 
 #include "core/gpu.h"
 
@@ -27,7 +28,7 @@ void add_replay_options(po::options_description& opt, ReplayArgs& a) {
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
       ("seed", seed_value(&a.seed), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&a.ref_gpu)->default_value("v100"), "GPU type whose throughput turns Philly durations into iterations")
-      ("limit", po::value(&a.limit)->default_value(-1), "read only the first N jobs of the trace")
+      ("limit", po::value(&a.limit)->default_value(-1), "read only the first N jobs of the trace, by arrival (-1: all)")
       ("drop-unrunnable", po::bool_switch(&a.drop_unrunnable), kDropUnrunnableHelp)
       ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")
       ("restart", po::value(&a.restart_s)->default_value(30), "restart overhead when an allocation changes, seconds")
@@ -173,6 +174,17 @@ void make_oracle(const ReplayArgs& a, ReplayInputs& in) {
 }
 
 }  // namespace
+
+void note_wide_jobs(const ReplayInputs& in, std::ostream& err) {
+  int widest = 0;
+  for (const Node& n : in.cluster.nodes) widest = std::max(widest, n.gpus);
+  long wide = 0;
+  for (const Job& j : in.trace.jobs) wide += j.gpus > widest ? 1 : 0;
+  if (wide == 0) return;
+  err << "note: " << count_of(wide, "job") << " of " << in.trace.jobs.size() << (wide == 1 ? " asks" : " ask")
+      << " for more GPUs than a node has ("
+      << widest << "): they run only spread over nodes, at the throughput source's unconsolidated rate\n";
+}
 
 void check_round_numbers(double round_s, double restart_s, double consolidation_s) {
   need(std::isfinite(round_s) && round_s >= 1 && round_s <= 1e7,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <future>
+#include <iosfwd>
 #include <memory>
 #include <string>
 
@@ -66,6 +67,13 @@ long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracl
 // `rigid`: the trace's jobs run at their size (simulate, schedule), so one
 // that no GPU type can run is bad input (or dropped); host mode says false.
 ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
+
+// Jobs wider than every node of the cluster can run only spread over nodes,
+// at the throughput source's unconsolidated rate (Gavel's LM over two 4-GPU
+// nodes: a ninth of its one-node rate), while a Philly import turned their
+// durations into iterations at the one-node rate: a note on `err` says how
+// many there are.
+void note_wide_jobs(const ReplayInputs& in, std::ostream& err);
 
 // The round's numbers (--round, --restart, --consolidation): finite and in
 // range, or InputError naming the flag and its limits.

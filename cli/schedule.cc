@@ -66,6 +66,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
   check_policy_settings(ra.policy);
   auto policy = make_policy(policy_name, ra.policy);
   const ReplayInputs in = load_replay_inputs(ra);
+  note_wide_jobs(in, std::cerr);
   // With --json and no --out the schedule goes to stdout only.
   const bool write_files = vm.count("out") || !vm.count("json");
   if (!vm.count("out")) out_dir = "schedule";

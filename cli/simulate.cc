@@ -113,6 +113,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
         throw InputError("--policy: " + policy_objs.back()->name() + " is named twice");
   }
   const ReplayInputs in = load_replay_inputs(ra);
+  note_wide_jobs(in, std::cerr);
   if (vm.count("out")) check_out_dir("out", out_dir);  // a place the outputs cannot go is found before anything runs
   if (!vm.count("no-db")) db::check_db_file(db_path);  // named now, not after the runs
   std::vector<RunRecord> runs = run_policies(policy_objs, in, ra, in.options, !vm.count("no-bound"));

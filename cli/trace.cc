@@ -86,7 +86,7 @@ void add_read_options(po::options_description& opt, ReadArgs& r) {
       ("throughputs", po::value(&r.throughputs)->default_value(default_throughputs()), "throughput table (Philly import)")
       ("seed", seed_value(&r.seed), "seed for the Philly import's job types")
       ("reference-gpu", po::value(&r.ref_gpu)->default_value("v100"), "reference GPU type (Philly import)")
-      ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs")
+      ("limit", po::value(&r.limit)->default_value(-1), "read only the first N jobs, by arrival (-1: all)")
       ("model-map", po::value(&r.model_map), kModelMapHelp)
       ("gpu-map", po::value(&r.gpu_map), kGpuMapHelp);
 }
@@ -190,10 +190,14 @@ int cmd_trace(const std::vector<std::string>& args) {
   if (sub == "inspect") return trace_inspect(rest);
   if (sub == "convert") return trace_convert(rest);
   if (sub == "--help" || sub == "-h") {
-    std::cout << "usage: cellsched trace generate|inspect|convert [options] (each takes --help)\n";
+    std::cout << "usage: cellsched trace generate|inspect|convert [options] (each takes --help)\n"
+                 "  generate  a Gavel-style synthetic trace (job types, sizes, Poisson arrivals)\n"
+                 "  inspect   what a trace file holds: format, jobs, sizes, arrivals, import notes\n"
+                 "  convert   any supported trace into cellsched's own CSV\n";
     return 0;
   }
-  throw InputError("usage: cellsched trace generate|inspect|convert [options]");
+  if (sub.empty()) throw InputError("usage: cellsched trace generate|inspect|convert [options]");
+  throw InputError("unknown subcommand '" + sub + "' (usage: cellsched trace generate|inspect|convert [options])");
 }
 
 int cmd_cluster(const std::vector<std::string>& args) {
@@ -211,6 +215,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
   const Cluster c =
       load_cluster(spec, gpu_map.empty() ? std::map<std::string, std::string>{}
                                          : parse_name_map(gpu_map, "--gpu-map"));
+  if (vm.count("yaml") && vm.count("json")) throw InputError("--yaml and --json contradict each other");
   if (vm.count("yaml")) {
     std::cout << cluster_to_yaml(c);
     return 0;

@@ -40,6 +40,8 @@ inline bool ends_with_ci(std::string_view s, std::string_view suffix) {
 // Read in blocks into one string sized from the file (a stringstream copied
 // a 1.2 MB throughput file twice and page-faulted on every growth).
 inline std::string read_file(const std::string& path) {
+  std::error_code dir_ec;
+  if (std::filesystem::is_directory(path, dir_ec)) fail_input(path, 0, "is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input(path, 0, "cannot open");
   std::string text;

@@ -64,6 +64,11 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
   opt_mem_gbps_ = dst_mem_gbps_;
   if (options_.network_gbps <= 0) options_.network_gbps = dst->nic_gbps;
   const bool dst_cpu = dst->arch == "cpu";
+  // Kepler has no fp16 arithmetic (the catalogue's fp16 peak is its fp32
+  // one): asked for fp16 there, the math runs at the fp32 rate and only the
+  // bytes moved halve; current PyTorch builds do not run on it at all.
+  if (model_.precision == Precision::FP16 && !dst_cpu && dst->fp16_tflops <= dst->fp32_tflops)
+    note(gpu_type_ + " has no fast fp16 arithmetic: fp16 math priced at the fp32 rate, only the bytes moved halve");
   if (compute) {
     const std::string prof = "profile run " + std::to_string(compute->id);
     if (compute->kind != "compute") throw InputError(prof + ": is a '" + compute->kind + "' run, not compute");

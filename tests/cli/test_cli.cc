@@ -251,6 +251,21 @@ TEST_F(Cli, GpusAndClusterShow) {
   ASSERT_EQ(r.status, 0) << r.err;
   // P100 1,596 + T4 994 + V100M32 1,080 + V100 832 (MISC skipped by default).
   EXPECT_EQ(nlohmann::json::parse(r.out)["gpus"], 1596 + 994 + 1080 + 832);
+  r = run({"cluster", "v100:4", "--yaml", "--json"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--yaml and --json contradict each other"), std::string::npos) << r.err;
+  r = run({"cluster", dir_.string()});  // a folder, not a file
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(dir_.string() + ": is a directory, not a file"), std::string::npos) << r.err;
+  // A mistyped subcommand is named; --help lists what each one does.
+  for (const std::string verb : {"db", "trace"}) {
+    r = run({verb, "frob"});
+    EXPECT_EQ(r.status, 2) << verb;
+    EXPECT_NE(r.err.find("unknown subcommand 'frob'"), std::string::npos) << r.err;
+    r = run({verb, "--help"});
+    EXPECT_EQ(r.status, 0) << verb;
+    EXPECT_NE(r.out.find(verb == "db" ? "  show " : "  convert "), std::string::npos) << r.out;
+  }
 }
 
 bool is_png(const fs::path& p) {
@@ -736,6 +751,23 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
   // An alias is the catalogue's type.
   EXPECT_EQ(run({"trace", "generate", "--jobs", "3", "--reference-gpu", "V100"}).out,
             run({"trace", "generate", "--jobs", "3"}).out);
+}
+
+// An 8-GPU job on 4-GPU nodes (the shorthand's) runs only spread over two,
+// at the table's unconsolidated rate: the run says how many such jobs there are.
+TEST_F(Cli, JobsWiderThanEveryNodeAreNoted) {
+  const std::string trace = write("thirty.csv", run({"trace", "generate", "--jobs", "30"}).out);
+  for (const std::string verb : {"simulate", "schedule"}) {
+    std::vector<std::string> args = {verb, "--trace", trace, "--cluster", "v100:16", "--policy", "fifo", "--json"};
+    if (verb == "simulate") args.push_back("--no-db");
+    Result r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("note: 1 job of 30 asks for more GPUs than a node has (4)"), std::string::npos) << r.err;
+    args[4] = examples("clusters/gavel-physical.yaml");
+    r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("note: 1 job of 30"), std::string::npos) << r.err;
+  }
 }
 
 // A finished job did all its iterations, exactly: the sum of its rounds'

@@ -1,6 +1,6 @@
-// The modeled communication of tensor- and data-parallel plans: what each
-// kind of tensor-parallel layer all-reduces, and how many NICs a
-// data-parallel group spanning hosts drives at once.
+// Details of the modeled estimates: what each kind of tensor-parallel layer
+// all-reduces, how many NICs a data-parallel group spanning hosts drives at
+// once, and a precision the GPU type has no arithmetic for.
 #include <gtest/gtest.h>
 
 #include "core/model.h"
@@ -59,6 +59,23 @@ TEST(CommModel, DataParallelGroupsDriveOneNicPerReplicaOnAHost) {
   const double grads = cm.model().total_params() * cm.model().bytes_per_value;
   EXPECT_TRUE(e.stages[0].network_grad_sync);
   EXPECT_NEAR(e.stages[0].grad_sync_total_ms, cm.collective_ms("all_reduce", 16, true, grads, 8), 1e-9);
+}
+
+// The K80 has no fp16 arithmetic: fp16 there is priced at the fp32 rate and
+// says so; the P100 (fp16 at twice fp32) and fp32 on the K80 say nothing.
+TEST(CommModel, Fp16WithoutFp16ArithmeticIsNoted) {
+  const auto noted = [](const char* gpu, Precision p) {
+    Options o;
+    o.precision = p;
+    const CostModel cm(model_by_name("gpt-125m"), gpu, nullptr, nullptr, o);
+    for (const std::string& n : cm.notes())
+      if (n.find("no fast fp16 arithmetic") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(noted("k80", Precision::FP16));
+  EXPECT_FALSE(noted("k80", Precision::FP32));
+  EXPECT_FALSE(noted("p100", Precision::FP16));
+  EXPECT_FALSE(noted("v100", Precision::FP16));
 }
 
 }  // namespace
