@@ -1,5 +1,4 @@
 // `cellsched db runs|show`.
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/report.h"
 #include "core/error.h"
+#include "core/parse_util.h"
 #include "db/store.h"
 
 namespace cellsched::cli {
@@ -65,11 +65,10 @@ int db_show(const std::vector<std::string>& args) {
   if (!parse("cellsched db show RUN [RUN ...] [--db PATH] [--json]", args, opt, pos, vm)) return 0;
   std::vector<int64_t> ids;
   for (const std::string& a : id_args) {
-    int64_t id = 0;
-    const auto [end, ec] = std::from_chars(a.data(), a.data() + a.size(), id);
-    if (ec != std::errc() || end != a.data() + a.size() || id < 1)
+    const auto id = detail::to_int(a);
+    if (!id || *id < 1)
       throw InputError("a run id is a whole number from 1 (cellsched db runs lists them), got '" + a + "'");
-    ids.push_back(id);
+    ids.push_back(*id);
   }
   const db::Store store = open_existing(path);
   std::vector<RunRecord> runs;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <set>
 
 #include <filesystem>
@@ -13,6 +12,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/parse_util.h"
 
 namespace cellsched::cli {
 
@@ -66,10 +66,8 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
   // --json` and `schedule --json` give them), names as strings.
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [k, v] : r.params) {
-    char* end = nullptr;
-    const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
-    if (!v.empty() && end == v.c_str() + v.size() && std::isfinite(x))
-      params[k] = json_count(x);
+    if (const auto x = detail::to_double(v))
+      params[k] = json_count(*x);
     else
       params[k] = v;
   }

@@ -343,12 +343,14 @@ class Hadar : public Policy {
   // 2-GPU jobs on K80s beside an idle P100 node: TTD 2.1x fifo's).
   void upgrade(std::vector<Allocation>& out) {
     const size_t K = types();
-    room_.assign(K, 0);  // per type, the most free GPUs on one node
+    // Per type, the most free GPUs on one node: max_free_ as the DP left it,
+    // re-measured for the types a move changes (free counts then also rise,
+    // which max_free_'s bookkeeping does not follow).
+    room_ = max_free_;
     const auto measure = [&](size_t k) {
       room_[k] = 0;
       for (int n : idx_.nodes_of_type[k]) room_[k] = std::max(room_[k], free_[n]);
     };
-    for (size_t k = 0; k < K; ++k) measure(k);
     const int most = *std::max_element(room_.begin(), room_.end());
     // A gang mixed over types had its bottleneck type full: GPUs of that
     // type are not freed, so mixing still happens only when it is full.
