@@ -17,20 +17,11 @@ namespace cellsched::runner {
 
 using namespace impl_util;
 
-// Invariant: `jobs` holds exactly the open jobs, and settle_jobs() is the
-// one place that closes one (done, failed, cancelled) and erases it. The
-// round decides, stops what changes, then settles: stopping a job's gangs
-// consolidates their progress, which can bring the job to its target, so a
-// job the policy chose to (re)start may be closed by the time it would be
-// started. Such a job is not started (it used to crash here, map::at).
-void Runner::Impl::start(int64_t number, double t0,
-                          std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>> plan) {
-  std::erase_if(plan, [&](const auto& p) {
-    const auto it = jobs.find(p.first);
-    return it == jobs.end() || progress_of(it->second) >= it->second.row.iterations;
-  });
-  if (plan.empty()) return;
-  // GPU indices still held per node.
+namespace {
+
+// GPU indices held per node by the live launches.
+std::vector<std::vector<char>> held_gpus(const Cluster& cluster,
+                                         const std::map<int64_t, db::OnlineLaunch>& launches) {
   std::vector<std::vector<char>> held(cluster.nodes.size());
   for (size_t n = 0; n < held.size(); ++n) held[n].assign(static_cast<size_t>(cluster.nodes[n].gpus), 0);
   for (const auto& [id, l] : launches)
@@ -40,8 +31,51 @@ void Runner::Impl::start(int64_t number, double t0,
       while (std::getline(ss, x, ','))
         if (!x.empty()) held[static_cast<size_t>(p.node)][std::stoul(x)] = 1;
     }
-  std::vector<int64_t> fresh;
+  return held;
+}
+
+// Takes the lowest `gpus` free indices of one node: "0,1".
+std::string take_gpus(std::vector<char>& held, int gpus) {
+  std::string ids;
+  int taken = 0;
+  for (size_t k = 0; k < held.size() && taken < gpus; ++k)
+    if (!held[k]) {
+      held[k] = 1;
+      ids += (taken++ ? "," : "") + std::to_string(k);
+    }
+  return ids;
+}
+
+}  // namespace
+
+// Invariant: `jobs` holds exactly the open jobs, and settle_jobs() is the
+// one place that closes one (done, failed, cancelled) and erases it. The
+// round decides, stops what changes, then settles: stopping a job's gangs
+// consolidates their progress, which can bring the job to its target, so a
+// job the policy chose to (re)start may be closed by the time it would be
+// started. Such a job is not started (it used to crash here, map::at).
+void Runner::Impl::start(int64_t number, double t0, Plan plan) {
+  std::erase_if(plan, [&](const auto& p) {
+    const auto it = jobs.find(p.first);
+    return it == jobs.end() || progress_of(it->second) >= it->second.row.iterations;
+  });
+  if (plan.empty()) return;
   std::map<int64_t, long long> target;  // launch -> iterations (the job tracker's share)
+  const std::vector<int64_t> fresh = plan_launches(number, t0, plan, target);
+  run_launches(fresh, target, t0);
+  for (int64_t id : fresh) {
+    const db::OnlineLaunch& l = launches.at(id);
+    std::string where;
+    for (const auto& p : l.procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + p.gpu_ids;
+    log("round " + std::to_string(number) + ": job " + std::to_string(l.job_id) + " copy " +
+        std::to_string(l.copy) + " on " + where + (l.state == "ended" ? " FAILED: " + l.outcome : ""));
+  }
+}
+
+std::vector<int64_t> Runner::Impl::plan_launches(int64_t number, double t0, const Plan& plan,
+                                                 std::map<int64_t, long long>& target) {
+  std::vector<std::vector<char>> held = held_gpus(cluster, launches);
+  std::vector<int64_t> fresh;
   store.transaction([&] {
     for (const auto& [jid, gangs] : plan) {
       Entry& e = jobs.at(jid);
@@ -65,13 +99,7 @@ void Runner::Impl::start(int64_t number, double t0,
           proc.node = p.node;
           proc.node_name = cluster.nodes[static_cast<size_t>(p.node)].name;
           proc.gpus = p.gpus;
-          auto& h = held[static_cast<size_t>(p.node)];
-          int taken = 0;
-          for (size_t k = 0; k < h.size() && taken < p.gpus; ++k)
-            if (!h[k]) {
-              h[k] = 1;
-              proc.gpu_ids += (taken++ ? "," : "") + std::to_string(k);
-            }
+          proc.gpu_ids = take_gpus(held[static_cast<size_t>(p.node)], p.gpus);
           l.procs.push_back(proc);
         }
         store.insert_launch(l);  // sets l.id; the paths name it
@@ -88,7 +116,31 @@ void Runner::Impl::start(int64_t number, double t0,
       store.update_job(e.row);
     }
   });
-  // Fork every supervisor, commit their pids, then let them run.
+  return fresh;
+}
+
+std::vector<std::string> Runner::Impl::contract_env(const db::OnlineLaunch& l, size_t rank, double t0,
+                                                    long long iterations) const {
+  const Node& master = cluster.nodes[static_cast<size_t>(l.procs[0].node)];
+  return {"CELLSCHED_JOB_ID=" + std::to_string(l.job_id),
+          "CELLSCHED_COPY=" + std::to_string(l.copy),
+          "CELLSCHED_ROUND_END=" + std::to_string(static_cast<long long>(std::ceil(t0 + o.round_s))),
+          "CELLSCHED_CKPT_IN=" + l.ckpt_in,
+          "CELLSCHED_CKPT_OUT=" + l.ckpt_out,
+          "CELLSCHED_PROGRESS=" + l.progress,
+          "CELLSCHED_ITERATIONS=" + std::to_string(iterations),
+          "CELLSCHED_LAUNCH=" + l.token,
+          "CELLSCHED_GPUS=" + std::to_string(l.procs[rank].gpus),
+          "MASTER_ADDR=" + (master.address.empty() ? std::string("127.0.0.1") : master.address),
+          "MASTER_PORT=" + std::to_string(29500 + l.id % 20000),
+          "WORLD_SIZE=" + std::to_string(l.procs.size()),
+          "RANK=" + std::to_string(rank),
+          "LOCAL_RANK=0"};
+}
+
+// Fork every supervisor, commit their pids, then let them run.
+void Runner::Impl::run_launches(const std::vector<int64_t>& fresh, const std::map<int64_t, long long>& target,
+                                double t0) {
   std::vector<PendingSpawn> pending;
   std::vector<int64_t> failed;
   for (int64_t id : fresh) {
@@ -97,8 +149,6 @@ void Runner::Impl::start(int64_t number, double t0,
     std::error_code ec;
     fs::create_directories(l.dir, ec);
     fs::create_directories(e.row.checkpoint_dir, ec);
-    const Node& master = cluster.nodes[static_cast<size_t>(l.procs[0].node)];
-    const long long remaining = target.at(id);
     try {
       for (size_t r = 0; r < l.procs.size(); ++r) {
         db::OnlineProc& p = l.procs[r];
@@ -109,20 +159,7 @@ void Runner::Impl::start(int64_t number, double t0,
         req.command = e.row.command;
         req.workdir = e.row.workdir;
         req.name = proc_name(l, r);
-        req.env = {"CELLSCHED_JOB_ID=" + std::to_string(l.job_id),
-                   "CELLSCHED_COPY=" + std::to_string(l.copy),
-                   "CELLSCHED_ROUND_END=" + std::to_string(static_cast<long long>(std::ceil(t0 + o.round_s))),
-                   "CELLSCHED_CKPT_IN=" + l.ckpt_in,
-                   "CELLSCHED_CKPT_OUT=" + l.ckpt_out,
-                   "CELLSCHED_PROGRESS=" + l.progress,
-                   "CELLSCHED_ITERATIONS=" + std::to_string(remaining),
-                   "CELLSCHED_LAUNCH=" + l.token,
-                   "CELLSCHED_GPUS=" + std::to_string(p.gpus),
-                   "MASTER_ADDR=" + (master.address.empty() ? std::string("127.0.0.1") : master.address),
-                   "MASTER_PORT=" + std::to_string(29500 + l.id % 20000),
-                   "WORLD_SIZE=" + std::to_string(l.procs.size()),
-                   "RANK=" + std::to_string(r),
-                   "LOCAL_RANK=0"};
+        req.env = contract_env(l, r, t0, target.at(id));
         const LocalCommand cmd = executor.prepare(req);
         SpawnSpec spec{cmd.argv, cmd.env, cmd.workdir, l.dir + "/proc-" + std::to_string(r) + ".log",
                        exit_file(l, r)};
@@ -160,13 +197,6 @@ void Runner::Impl::start(int64_t number, double t0,
   for (PendingSpawn& s : pending)
     if (!bad_pids.count(s.pid())) s.go();
   pending.clear();  // the aborted ones see EOF and exit
-  for (int64_t id : fresh) {
-    const db::OnlineLaunch& l = launches.at(id);
-    std::string where;
-    for (const auto& p : l.procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + p.gpu_ids;
-    log("round " + std::to_string(number) + ": job " + std::to_string(l.job_id) + " copy " +
-        std::to_string(l.copy) + " on " + where + (l.state == "ended" ? " FAILED: " + l.outcome : ""));
-  }
 }
 
 }  // namespace cellsched::runner

@@ -192,8 +192,21 @@ struct Runner::Impl {
   // consolidates their progress, which can bring the job to its target, so a
   // job the policy chose to (re)start may be closed by the time it would be
   // started. Such a job is not started (it used to crash here, map::at).
-  void start(int64_t number, double t0,
-             std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>> plan);
+  using Plan = std::vector<std::pair<int64_t, std::vector<std::vector<Placement>>>>;  // job -> gangs
+  void start(int64_t number, double t0, Plan plan);
+
+  // Stores the launches of `plan` as planned, with their GPU indices and
+  // paths; returns their ids, and each one's iterations in `target`.
+  std::vector<int64_t> plan_launches(int64_t number, double t0, const Plan& plan,
+                                     std::map<int64_t, long long>& target);
+
+  // The contract's environment of one process of a launch (runner/contract.h).
+  std::vector<std::string> contract_env(const db::OnlineLaunch& l, size_t rank, double t0,
+                                        long long iterations) const;
+
+  // Forks every supervisor of the planned launches, commits their pids and
+  // states, then lets them run; a launch that cannot start is ended as failed.
+  void run_launches(const std::vector<int64_t>& fresh, const std::map<int64_t, long long>& target, double t0);
 };
 
 }  // namespace cellsched::runner

@@ -45,7 +45,6 @@ class Crius : public Policy {
     const Cluster& cluster = *ctx.cluster;
     const auto& jobs = *ctx.jobs;
     index_types(cluster);
-    const size_t K = types_.size();
 
     // What changed since the last decision?
     std::set<int64_t> ids;
@@ -55,115 +54,136 @@ class Crius : public Policy {
     if (ids == last_ids_ && !any_waiting) return;  // keep everything as it is
     last_ids_ = ids;
 
-    std::vector<int> capacity(K, 0);
-    for (size_t n = 0; n < cluster.nodes.size(); ++n) capacity[node_type_[n]] += cluster.nodes[n].gpus;
-    std::vector<int> free = capacity;
-
-    std::vector<Cell> cell(jobs.size());
+    // 1. Running jobs keep their cells.
+    Round r{ctx, jobs, std::vector<Cell>(jobs.size()), std::vector<int>(types_.size(), 0)};
+    for (size_t n = 0; n < cluster.nodes.size(); ++n) r.free[node_type_[n]] += cluster.nodes[n].gpus;
     for (size_t i = 0; i < jobs.size(); ++i) {
       const Allocation& a = jobs[i]->current;
       if (a.workers.empty()) continue;
-      cell[i] = {static_cast<int>(node_type_[a.workers[0].node]), total(a.workers)};
-      free[cell[i].type] -= cell[i].gpus;
+      r.cell[i] = {static_cast<int>(node_type_[a.workers[0].node]), total(a.workers)};
+      r.free[r.cell[i].type] -= r.cell[i].gpus;
     }
-    // A cell is (type, GPUs, locality): it fits on one node when a node of
-    // its type has that many GPUs (placement takes the fewest nodes).
-    auto thr = [&](size_t i, int type, int gpus) {
-      return ctx.oracle->throughput(*jobs[i]->job, types_[type], gpus, gpus <= max_node_[type]);
-    };
-
     // 2. Waiting jobs in arrival order.
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (cell[i].type >= 0) continue;
-      const int want = std::min(pow2_floor(jobs[i]->job->gpus), options_.max_gpus);
-      Cell best;
-      double best_thr = 0;
-      for (int g = want; g >= 1 && best.type < 0; g /= 2) {
-        for (size_t k = 0; k < K; ++k) {
-          if (free[k] < g) continue;
-          const double x = thr(i, static_cast<int>(k), g);
-          if (x > best_thr) best = {static_cast<int>(k), g}, best_thr = x;
-        }
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (r.cell[i].type < 0) admit(r, i);
+    // 3. Marginal moves into free GPUs.
+    for (int guard = 0; guard < 4 * static_cast<int>(jobs.size()) + 16; ++guard)
+      if (!move_once(r)) break;
+    place(r, out);
+  }
+
+ private:
+  // One decision's cells and the GPUs of each type they leave free.
+  struct Round {
+    const RoundContext& ctx;
+    const std::vector<JobState*>& jobs;
+    std::vector<Cell> cell;
+    std::vector<int> free;  // per type
+  };
+
+  // A cell is (type, GPUs, locality): it fits on one node when a node of
+  // its type has that many GPUs (placement takes the fewest nodes).
+  double thr(const Round& r, size_t i, int type, int gpus) const {
+    return r.ctx.oracle->throughput(*r.jobs[i]->job, types_[type], gpus, gpus <= max_node_[type]);
+  }
+
+  // Waiting job i takes the fastest cell that fits, from its requested size
+  // down; failing that, a running job is halved for it where that pays.
+  void admit(Round& r, size_t i) const {
+    const size_t K = types_.size();
+    const int want = std::min(pow2_floor(r.jobs[i]->job->gpus), options_.max_gpus);
+    Cell best;
+    double best_thr = 0;
+    for (int g = want; g >= 1 && best.type < 0; g /= 2) {
+      for (size_t k = 0; k < K; ++k) {
+        if (r.free[k] < g) continue;
+        const double x = thr(r, i, static_cast<int>(k), g);
+        if (x > best_thr) best = {static_cast<int>(k), g}, best_thr = x;
       }
-      if (best.type < 0) {
-        // Scale a running job down if what it loses per freed GPU is less
-        // than what this job gains per GPU on one GPU of that type.
-        double best_net = 0;
-        size_t victim = 0;
-        for (size_t v = 0; v < jobs.size(); ++v) {
-          if (cell[v].type < 0 || cell[v].gpus < 2) continue;
-          const int k = cell[v].type;
-          const int half = cell[v].gpus / 2;
-          const double cur = thr(v, k, cell[v].gpus);
-          const double loss = (cur - thr(v, k, half)) / half / std::max(cur, 1e-300);
-          const double x = thr(i, k, 1);
-          if (x <= 0) continue;
-          // The waiting job goes from nothing to its throughput on one GPU:
-          // a relative gain of 1 for that GPU.
-          if (1.0 - loss > best_net) best_net = 1.0 - loss, victim = v, best = {k, 1};
-        }
-        if (best.type >= 0) {
-          cell[victim].gpus /= 2;
-          free[best.type] += cell[victim].gpus;
-        }
+    }
+    if (best.type < 0) {
+      // Scale a running job down if what it loses per freed GPU is less
+      // than what this job gains per GPU on one GPU of that type.
+      double best_net = 0;
+      size_t victim = 0;
+      for (size_t v = 0; v < r.jobs.size(); ++v) {
+        if (r.cell[v].type < 0 || r.cell[v].gpus < 2) continue;
+        const int k = r.cell[v].type;
+        const int half = r.cell[v].gpus / 2;
+        const double cur = thr(r, v, k, r.cell[v].gpus);
+        const double loss = (cur - thr(r, v, k, half)) / half / std::max(cur, 1e-300);
+        const double x = thr(r, i, k, 1);
+        if (x <= 0) continue;
+        // The waiting job goes from nothing to its throughput on one GPU:
+        // a relative gain of 1 for that GPU.
+        if (1.0 - loss > best_net) best_net = 1.0 - loss, victim = v, best = {k, 1};
       }
       if (best.type >= 0) {
-        cell[i] = best;
-        free[best.type] -= best.gpus;
+        r.cell[victim].gpus /= 2;
+        r.free[best.type] += r.cell[victim].gpus;
       }
     }
-
-    // 3. Marginal moves into free GPUs.
-    for (int guard = 0; guard < 4 * static_cast<int>(jobs.size()) + 16; ++guard) {
-      double best_gain = options_.min_gain;
-      size_t who = 0;
-      Cell to;
-      for (size_t i = 0; i < jobs.size(); ++i) {
-        if (cell[i].type < 0) continue;
-        const Cell c = cell[i];
-        const double cur = thr(i, c.type, c.gpus);
-        if (cur <= 0) continue;
-        // Double on the same type.
-        if (c.gpus * 2 <= options_.max_gpus && free[c.type] >= c.gpus) {
-          const double g = (thr(i, c.type, 2 * c.gpus) - cur) / cur / c.gpus;
-          if (g > best_gain) best_gain = g, who = i, to = {c.type, 2 * c.gpus};
-        }
-        // Move to another type, same size.
-        for (size_t k = 0; k < K; ++k) {
-          if (static_cast<int>(k) == c.type || free[k] < c.gpus) continue;
-          const double g = (thr(i, static_cast<int>(k), c.gpus) - cur) / cur / c.gpus;
-          if (g > best_gain) best_gain = g, who = i, to = {static_cast<int>(k), c.gpus};
-        }
-      }
-      if (best_gain <= options_.min_gain) break;
-      free[cell[who].type] += cell[who].gpus;
-      cell[who] = to;
-      free[to.type] -= to.gpus;
+    if (best.type >= 0) {
+      r.cell[i] = best;
+      r.free[best.type] -= best.gpus;
     }
+  }
 
-    // Placement: unchanged cells keep their GPUs, the rest on fewest nodes.
+  // The one move into free GPUs (doubling, or the same size on a faster
+  // type) with the largest relative gain per GPU above min_gain; false if none.
+  bool move_once(Round& r) const {
+    const size_t K = types_.size();
+    double best_gain = options_.min_gain;
+    size_t who = 0;
+    Cell to;
+    for (size_t i = 0; i < r.jobs.size(); ++i) {
+      if (r.cell[i].type < 0) continue;
+      const Cell c = r.cell[i];
+      const double cur = thr(r, i, c.type, c.gpus);
+      if (cur <= 0) continue;
+      // Double on the same type.
+      if (c.gpus * 2 <= options_.max_gpus && r.free[c.type] >= c.gpus) {
+        const double g = (thr(r, i, c.type, 2 * c.gpus) - cur) / cur / c.gpus;
+        if (g > best_gain) best_gain = g, who = i, to = {c.type, 2 * c.gpus};
+      }
+      // Move to another type, same size.
+      for (size_t k = 0; k < K; ++k) {
+        if (static_cast<int>(k) == c.type || r.free[k] < c.gpus) continue;
+        const double g = (thr(r, i, static_cast<int>(k), c.gpus) - cur) / cur / c.gpus;
+        if (g > best_gain) best_gain = g, who = i, to = {static_cast<int>(k), c.gpus};
+      }
+    }
+    if (best_gain <= options_.min_gain) return false;
+    r.free[r.cell[who].type] += r.cell[who].gpus;
+    r.cell[who] = to;
+    r.free[to.type] -= to.gpus;
+    return true;
+  }
+
+  // Placement: unchanged cells keep their GPUs, the rest on fewest nodes.
+  void place(const Round& r, std::vector<Allocation>& out) const {
+    const Cluster& cluster = *r.ctx.cluster;
     std::vector<int> node_free(cluster.nodes.size());
     for (size_t n = 0; n < node_free.size(); ++n) node_free[n] = cluster.nodes[n].gpus;
-    std::vector<char> kept(jobs.size(), 0);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const Allocation& a = jobs[i]->current;
+    std::vector<char> kept(r.jobs.size(), 0);
+    for (size_t i = 0; i < r.jobs.size(); ++i) {
+      const Allocation& a = r.jobs[i]->current;
       out[i] = Allocation{};
-      if (a.workers.empty() || cell[i].type < 0) continue;
-      if (!(Cell{static_cast<int>(node_type_[a.workers[0].node]), total(a.workers)} == cell[i]))
+      if (a.workers.empty() || r.cell[i].type < 0) continue;
+      if (!(Cell{static_cast<int>(node_type_[a.workers[0].node]), total(a.workers)} == r.cell[i]))
         continue;
       out[i].workers = a.workers;
       for (const Placement& p : a.workers) node_free[p.node] -= p.gpus;
       kept[i] = 1;
     }
     std::vector<char> allowed(cluster.nodes.size());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (kept[i] || cell[i].type < 0) continue;
-      for (size_t n = 0; n < allowed.size(); ++n) allowed[n] = node_type_[n] == static_cast<size_t>(cell[i].type);
-      out[i].workers = place_fewest_nodes(node_free, cell[i].gpus, &allowed);
+    for (size_t i = 0; i < r.jobs.size(); ++i) {
+      if (kept[i] || r.cell[i].type < 0) continue;
+      for (size_t n = 0; n < allowed.size(); ++n) allowed[n] = node_type_[n] == static_cast<size_t>(r.cell[i].type);
+      out[i].workers = place_fewest_nodes(node_free, r.cell[i].gpus, &allowed);
     }
   }
 
- private:
   static int total(const std::vector<Placement>& ps) {
     int n = 0;
     for (const Placement& p : ps) n += p.gpus;

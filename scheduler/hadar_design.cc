@@ -41,112 +41,135 @@ class HadarDesign : public Policy {
       cache_.clear();
       classes_.clear();
     }
-    const std::vector<size_t>& type_of_node = idx_.type_of_node;
-    const size_t K = idx_.types.size();
-
     // Per-worker throughput of every job on every type (cached per job).
     cache_.prune(jobs);
-    std::vector<JobCache*> caches(jobs.size());
-    std::vector<const std::vector<double>*> per_worker(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      caches[i] = &cache_of(ctx, *jobs[i]->job);
-      per_worker[i] = &caches[i]->per_worker;
-    }
+    caches_.assign(jobs.size(), nullptr);
+    for (size_t i = 0; i < jobs.size(); ++i) caches_[i] = &cache_of(ctx, *jobs[i]->job);
+    start_round(cluster, jobs);
+    const std::vector<std::vector<int>> admitted = admit(jobs, out);
+    place(cluster, jobs, admitted, out);
+  }
 
+ private:
+  struct JobCache {
+    std::vector<double> per_worker;          // at the job's own scale, per type
+    const ThroughputOracle* oracle = nullptr;
+    size_t cls = 0;                          // its (per_worker, gang size) class
+  };
+  // A class's cheapest placement per bottleneck type b under one round state.
+  struct ClassCost {
+    unsigned version = ~0u;
+    std::vector<double> cost;  // [b]
+    std::vector<char> fits;    // [b]: all W workers placed
+    std::vector<int> counts;   // [b * K + k]
+  };
+
+  // The round's capacity, what is given out so far, and the prices.
+  void start_round(const Cluster& cluster, const std::vector<JobState*>& jobs) {
+    const size_t K = idx_.types.size();
     // Utility bounds: per-GPU utility w * v / remaining over jobs and types.
-    double u_max = 0, u_min = std::numeric_limits<double>::infinity();
+    u_max_ = 0;
+    u_min_ = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < jobs.size(); ++i) {
       for (size_t k = 0; k < K; ++k) {
-        const double v = (*per_worker[i])[k];
+        const double v = caches_[i]->per_worker[k];
         if (v <= 0) continue;
         const double u = jobs[i]->job->weight * v / jobs[i]->remaining;
-        u_max = std::max(u_max, u);
-        u_min = std::min(u_min, u);
+        u_max_ = std::max(u_max_, u);
+        u_min_ = std::min(u_min_, u);
       }
     }
-
-    std::vector<int> capacity(K, 0), free_k(K, 0);
-    for (const Node& n : cluster.nodes) capacity[type_of_node[&n - cluster.nodes.data()]] += n.gpus;
-    free_k = capacity;
-    int total_free = 0;  // sum of free_k
-    for (int f : free_k) total_free += f;
-    std::vector<int> given(K, 0);  // y_k: GPUs given out this round
+    capacity_.assign(K, 0);
+    for (const Node& n : cluster.nodes) capacity_[idx_.type_of_node[&n - cluster.nodes.data()]] += n.gpus;
+    free_k_ = capacity_;
+    total_free_ = 0;  // sum of free_k_
+    for (int f : free_k_) total_free_ += f;
+    given_.assign(K, 0);  // y_k: GPUs given out this round
     // hadar_price(u_min, u_max, C_k, y) = u_min/2 * (2 u_max/u_min)^(y/C_k), as
     // a * exp(b_k y) with the logarithm taken once per round: pow() per call
     // was 60 % of this policy's time on the Philly trace.
-    const bool priced = u_max > 0 && u_min > 0;
-    std::vector<double> slope(K, 0.0);
+    priced_ = u_max_ > 0 && u_min_ > 0;
+    slope_.assign(K, 0.0);
     for (size_t k = 0; k < K; ++k)
-      if (priced && capacity[k] > 0) slope[k] = std::log(2 * u_max / u_min) / capacity[k];
-    hadar_detail::RoundMemo memo;  // each exp() once per round
-    memo.reset(capacity);
-    auto price = [&](size_t k, int y) {
-      return priced ? memo.get(k, y, [&](int n) { return u_min / 2 * std::exp(slope[k] * n); }) : 0.0;
-    };
-
+      if (priced_ && capacity_[k] > 0) slope_[k] = std::log(2 * u_max_ / u_min_) / capacity_[k];
+    memo_.reset(capacity_);  // each exp() once per round
     // The cheapest placement per bottleneck type depends only on the job's
     // per-worker throughputs and gang size (its class) and on what is given
     // out so far, so it is worked out once per class until the next commit
-    // (`version`): a round's thousands of first evaluations share a few dozen.
-    unsigned version = 0;
+    // (`version_`): a round's thousands of first evaluations share a few dozen.
+    version_ = 0;
     if (round_costs_.size() < classes_.size()) round_costs_.resize(classes_.size());
     for (ClassCost& c : round_costs_) c.version = ~0u;
-    std::vector<int> counts(K), best_counts(K);
-    auto class_cost = [&](size_t i) -> const ClassCost& {
-      ClassCost& m = round_costs_[caches[i]->cls];
-      if (m.version == version) return m;
-      m.version = version;
-      m.cost.assign(K, 0.0);
-      m.fits.assign(K, 0);
-      m.counts.assign(K * K, 0);
-      const int w = jobs[i]->job->gpus;
-      const std::vector<double>& v = *per_worker[i];
-      for (size_t b = 0; b < K; ++b) {
-        if (v[b] <= 0) continue;
-        std::fill(counts.begin(), counts.end(), 0);
-        double cost = 0;
-        int placed = 0;
-        for (; placed < w; ++placed) {
-          int pick = -1;
-          double pick_price = 0;
-          for (size_t k = 0; k < K; ++k) {
-            if (v[k] < v[b] || counts[k] >= free_k[k]) continue;
-            const double p = price(k, given[k] + counts[k]);
-            if (pick < 0 || p < pick_price) pick = static_cast<int>(k), pick_price = p;
-          }
-          if (pick < 0) break;
-          ++counts[pick];
-          cost += pick_price;
-        }
-        if (placed < w) continue;
-        m.fits[b] = 1;
-        m.cost[b] = cost;
-        std::copy(counts.begin(), counts.end(), m.counts.begin() + static_cast<std::ptrdiff_t>(b * K));
-      }
-      return m;
-    };
-    // Best (payoff, per-type counts) of job i under the current prices.
-    auto evaluate = [&](size_t i, std::vector<int>* chosen) {
-      const JobState& s = *jobs[i];
-      const int w = s.job->gpus;
-      if (total_free < w) return kNever;  // no type mix could place it
-      const std::vector<double>& v = *per_worker[i];
-      const ClassCost& m = class_cost(i);
-      double best = kNever;
-      for (size_t b = 0; b < K; ++b) {
-        if (!m.fits[b]) continue;
-        const double utility = s.job->weight * w * v[b] / s.remaining;
-        if (utility - m.cost[b] > best) {
-          best = utility - m.cost[b];
-          if (chosen) {
-            const auto from = m.counts.begin() + static_cast<std::ptrdiff_t>(b * K);
-            chosen->assign(from, from + static_cast<std::ptrdiff_t>(K));
-          }
-        }
-      }
-      return best;
-    };
+  }
 
+  double price(size_t k, int y) {
+    return priced_ ? memo_.get(k, y, [&](int n) { return u_min_ / 2 * std::exp(slope_[k] * n); }) : 0.0;
+  }
+
+  // The cheapest placement of a gang of w on types at least as fast per
+  // worker as each bottleneck type b: the cheapest next GPU, w times.
+  const ClassCost& class_cost(size_t i, int w) {
+    ClassCost& m = round_costs_[caches_[i]->cls];
+    if (m.version == version_) return m;
+    const size_t K = idx_.types.size();
+    m.version = version_;
+    m.cost.assign(K, 0.0);
+    m.fits.assign(K, 0);
+    m.counts.assign(K * K, 0);
+    const std::vector<double>& v = caches_[i]->per_worker;
+    std::vector<int>& counts = scratch_;
+    counts.resize(K);
+    for (size_t b = 0; b < K; ++b) {
+      if (v[b] <= 0) continue;
+      std::fill(counts.begin(), counts.end(), 0);
+      double cost = 0;
+      int placed = 0;
+      for (; placed < w; ++placed) {
+        int pick = -1;
+        double pick_price = 0;
+        for (size_t k = 0; k < K; ++k) {
+          if (v[k] < v[b] || counts[k] >= free_k_[k]) continue;
+          const double p = price(k, given_[k] + counts[k]);
+          if (pick < 0 || p < pick_price) pick = static_cast<int>(k), pick_price = p;
+        }
+        if (pick < 0) break;
+        ++counts[pick];
+        cost += pick_price;
+      }
+      if (placed < w) continue;
+      m.fits[b] = 1;
+      m.cost[b] = cost;
+      std::copy(counts.begin(), counts.end(), m.counts.begin() + static_cast<std::ptrdiff_t>(b * K));
+    }
+    return m;
+  }
+
+  // Best (payoff, per-type counts) of job i under the current prices.
+  double evaluate(const JobState& s, size_t i, std::vector<int>* chosen) {
+    const int w = s.job->gpus;
+    if (total_free_ < w) return kNever;  // no type mix could place it
+    const size_t K = idx_.types.size();
+    const std::vector<double>& v = caches_[i]->per_worker;
+    const ClassCost& m = class_cost(i, w);
+    double best = kNever;
+    for (size_t b = 0; b < K; ++b) {
+      if (!m.fits[b]) continue;
+      const double utility = s.job->weight * w * v[b] / s.remaining;
+      if (utility - m.cost[b] > best) {
+        best = utility - m.cost[b];
+        if (chosen) {
+          const auto from = m.counts.begin() + static_cast<std::ptrdiff_t>(b * K);
+          chosen->assign(from, from + static_cast<std::ptrdiff_t>(K));
+        }
+      }
+    }
+    return best;
+  }
+
+  // Highest positive payoff first, re-evaluated lazily; per-type counts of
+  // each admitted job (empty: waits).
+  std::vector<std::vector<int>> admit(const std::vector<JobState*>& jobs, std::vector<Allocation>& out) {
+    const size_t K = idx_.types.size();
     using Entry = std::pair<double, size_t>;  // (payoff, job index); ties: lower index first
     auto cmp = [](const Entry& a, const Entry& b) {
       return a.first < b.first || (a.first == b.first && a.second > b.second);
@@ -154,29 +177,35 @@ class HadarDesign : public Policy {
     std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> heap(cmp);
     for (size_t i = 0; i < jobs.size(); ++i) {
       out[i] = Allocation{};
-      const double p = evaluate(i, nullptr);
+      const double p = evaluate(*jobs[i], i, nullptr);
       if (p > 0) heap.push({p, i});
     }
     std::vector<std::vector<int>> admitted(jobs.size());
-    while (!heap.empty() && total_free > 0) {  // with no GPU free, nothing else fits
+    std::vector<int> best_counts(K);
+    while (!heap.empty() && total_free_ > 0) {  // with no GPU free, nothing else fits
       const auto [stale, i] = heap.top();
       heap.pop();
-      const double p = evaluate(i, &best_counts);
+      const double p = evaluate(*jobs[i], i, &best_counts);
       if (p <= 0) continue;
       if (!heap.empty() && p < heap.top().first) {
         heap.push({p, i});
         continue;
       }
       admitted[i] = best_counts;
-      ++version;
+      ++version_;
       for (size_t k = 0; k < K; ++k) {
-        given[k] += best_counts[k];
-        free_k[k] -= best_counts[k];
-        total_free -= best_counts[k];
+        given_[k] += best_counts[k];
+        free_k_[k] -= best_counts[k];
+        total_free_ -= best_counts[k];
       }
     }
+    return admitted;
+  }
 
-    // Node placement: unchanged jobs keep their GPUs, the rest fill in.
+  // Node placement: unchanged jobs keep their GPUs, the rest fill in.
+  void place(const Cluster& cluster, const std::vector<JobState*>& jobs,
+             const std::vector<std::vector<int>>& admitted, std::vector<Allocation>& out) {
+    const size_t K = idx_.types.size();
     std::vector<int> free(cluster.nodes.size());
     for (size_t n = 0; n < free.size(); ++n) free[n] = cluster.nodes[n].gpus;
     std::vector<char> placed(jobs.size(), 0);
@@ -203,20 +232,6 @@ class HadarDesign : public Policy {
     }
   }
 
- private:
-  struct JobCache {
-    std::vector<double> per_worker;          // at the job's own scale, per type
-    const ThroughputOracle* oracle = nullptr;
-    size_t cls = 0;                          // its (per_worker, gang size) class
-  };
-  // A class's cheapest placement per bottleneck type b under one round state.
-  struct ClassCost {
-    unsigned version = ~0u;
-    std::vector<double> cost;  // [b]
-    std::vector<char> fits;    // [b]: all W workers placed
-    std::vector<int> counts;   // [b * K + k]
-  };
-
   JobCache& cache_of(const RoundContext& ctx, const Job& job) {
     JobCache& c = cache_[job.id];
     if (c.oracle != ctx.oracle || c.per_worker.size() != idx_.types.size()) {
@@ -233,6 +248,15 @@ class HadarDesign : public Policy {
   hadar_detail::JobCacheMap<JobCache> cache_;
   std::map<std::pair<std::vector<double>, int>, size_t> classes_;  // -> class id
   std::vector<ClassCost> round_costs_;                             // by class id
+  // This round's state (start_round).
+  std::vector<JobCache*> caches_;  // by job index
+  double u_min_ = 0, u_max_ = 0;
+  bool priced_ = false;
+  std::vector<int> capacity_, free_k_, given_, scratch_;
+  int total_free_ = 0;
+  std::vector<double> slope_;
+  hadar_detail::RoundMemo memo_;
+  unsigned version_ = 0;
 };
 
 }  // namespace
