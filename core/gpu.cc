@@ -11,14 +11,20 @@
 //   or the FP32 rate (K80, which has no fast FP16).
 // - tf32_tflops is dense TF32 tensor-core (Ampere and later; 0 before).
 // - nvlink_gbps is the per-GPU NVLink bandwidth in one direction (the
-//   datasheets' "total" figures are bidirectional and are halved here).
+//   datasheets' "total" figures are bidirectional and are halved here);
+//   nvlink_peers is how many GPUs it joins where that is not the whole host
+//   (the A40's NVLink bridge joins two boards).
 // - pcie_gbps is the host link in one direction: gen3 x16 15.75, gen4 x16
 //   31.5, gen5 x16 63.
 // - nic_gbps is a default inter-host bandwidth per GPU (one direction): 100 Gb/s
 //   EDR/Ethernet for older or PCIe servers, 200 Gb/s HDR per GPU in DGX A100,
 //   400 Gb/s NDR per GPU in DGX H100/H200; a cluster may say otherwise.
-// - memory_gib: 16/32/40/80 GB HBM parts are binary-sized, so the marketing
-//   "GB" equals GiB; boards with GDDR follow the datasheet.
+// - memory_gib: the total nvidia-smi reports (MiB / 1024, ECC on as shipped),
+//   not the marketing "GB": A10/A10G 23028 MiB, L4 23034, A40/L40S 46068,
+//   T4 15360, K80 11441 per die, P100-16 16280, V100-16 16160, V100-32 32510,
+//   A100-40 40960, A100-80 81920, H100 SXM 81559, H200 143771 (public
+//   nvidia-smi listings). The GDDR boards had been taken at 24/48/16/12 GiB,
+//   6-7 % more than CUDA can allocate.
 // - sm_count: from the architecture whitepapers (wave quantization of GEMMs).
 // Sources: NVIDIA datasheets "Tesla K80" (2 x GK210, 8.73 TFLOPS FP32 boost, 480
 // GB/s per board), "Tesla P100 PCIe", "Tesla V100" (SXM2), "T4", "A100 Tensor
@@ -53,39 +59,39 @@ std::vector<Entry> build_catalogue() {
   // name, description, fp32, fp16, memory GiB, memory GB/s, NVLink, PCIe, bf16, year,
   // tf32, SMs, arch, NIC GB/s.
   // One GK210 die of a Tesla K80 board (a board holds two; CUDA and Gavel count dies).
-  add({"k80", "NVIDIA Tesla K80 (one GK210 die, 12 GB)", 4.37, 4.37, 12, 240, 0, 15.75, false, 2014,
+  add({"k80", "NVIDIA Tesla K80 (one GK210 die, 12 GB)", 4.37, 4.37, 11.17, 240, 0, 15.75, false, 2014,
        0, 13, "kepler", 12.5},
       {"tesla-k80", "gk210"});
   // PCIe board, as in Gavel's GCP P100 workers and Alibaba PAI's 2-GPU P100 hosts.
-  add({"p100", "NVIDIA Tesla P100 PCIe 16 GB", 9.3, 18.7, 16, 732, 0, 15.75, false, 2016, 0, 56,
+  add({"p100", "NVIDIA Tesla P100 PCIe 16 GB", 9.3, 18.7, 15.9, 732, 0, 15.75, false, 2016, 0, 56,
        "pascal", 12.5},
       {"tesla-p100", "p100-16", "p100-16gb", "p100-pcie"});
-  add({"v100", "NVIDIA Tesla V100 SXM2 16 GB", 15.7, 125, 16, 900, 150, 15.75, false, 2017, 0, 80,
+  add({"v100", "NVIDIA Tesla V100 SXM2 16 GB", 15.7, 125, 15.78, 900, 150, 15.75, false, 2017, 0, 80,
        "volta", 12.5},
       {"v100-16", "v100-16gb", "v100-sxm2", "v100-sxm2-16gb", "tesla-v100"});
-  add({"v100-32", "NVIDIA Tesla V100 SXM2 32 GB", 15.7, 125, 32, 900, 150, 15.75, false, 2018, 0, 80,
+  add({"v100-32", "NVIDIA Tesla V100 SXM2 32 GB", 15.7, 125, 31.75, 900, 150, 15.75, false, 2018, 0, 80,
        "volta", 12.5},
       {"v100m32", "v100-32gb", "v100-sxm2-32gb"});
-  add({"t4", "NVIDIA T4 16 GB", 8.1, 65, 16, 320, 0, 15.75, false, 2018, 0, 40, "turing", 12.5},
+  add({"t4", "NVIDIA T4 16 GB", 8.1, 65, 15, 320, 0, 15.75, false, 2018, 0, 40, "turing", 12.5},
       {"tesla-t4"});
   add({"a100-40", "NVIDIA A100 SXM4 40 GB", 19.5, 312, 40, 1555, 300, 31.5, true, 2020, 156, 108,
        "ampere", 25},
       {"a100", "a100-40gb", "a100-sxm4-40gb"});
-  add({"a40", "NVIDIA A40 48 GB", 18.7, 149.7, 48, 696, 56.25, 31.5, true, 2020, 74.8, 84, "ampere",
-       12.5},
+  // NVLink bridges join A40s in pairs: a ring over more of them runs at PCIe speed.
+  add({"a40", "NVIDIA A40 48 GB", 18.7, 149.7, 44.99, 696, 56.25, 31.5, true, 2020, 74.8, 84, "ampere",
+       12.5, 2},
       {});
   add({"a100-80", "NVIDIA A100 SXM4 80 GB", 19.5, 312, 80, 2039, 300, 31.5, true, 2020, 156, 108,
        "ampere", 25},
       {"a100-80gb", "a100-sxm4-80gb"});
-  add({"a10", "NVIDIA A10 24 GB", 15.6, 125, 24, 600, 0, 31.5, true, 2021, 62.5, 72, "ampere", 12.5},
+  add({"a10", "NVIDIA A10 24 GB", 15.6, 125, 22.49, 600, 0, 31.5, true, 2021, 62.5, 72, "ampere", 12.5},
       {});
-  add({"h100", "NVIDIA H100 SXM5 80 GB", 67, 989.4, 80, 3350, 450, 63, true, 2022, 494.7, 132,
+  add({"h100", "NVIDIA H100 SXM5 80 GB", 67, 989.4, 79.65, 3350, 450, 63, true, 2022, 494.7, 132,
        "hopper", 50},
       {"h100-sxm", "h100-sxm5", "h100-80", "h100-80gb"});
-  add({"l4", "NVIDIA L4 24 GB", 15.15, 121, 24, 300, 0, 31.5, true, 2023, 60, 58, "ada", 12.5}, {});
-  add({"l40s", "NVIDIA L40S 48 GB", 45.8, 362.05, 48, 864, 0, 31.5, true, 2023, 183, 142, "ada", 12.5},
+  add({"l4", "NVIDIA L4 24 GB", 15.15, 121, 22.49, 300, 0, 31.5, true, 2023, 60, 58, "ada", 12.5}, {});
+  add({"l40s", "NVIDIA L40S 48 GB", 45.8, 362.05, 44.99, 864, 0, 31.5, true, 2023, 183, 142, "ada", 12.5},
       {});
-  // 141 GB marketing; nvidia-smi reports 143,771 MiB (140.4 GiB).
   add({"h200", "NVIDIA H200 SXM 141 GB", 67, 989.4, 140.4, 4800, 450, 63, true, 2024, 494.7, 132,
        "hopper", 50},
       {"h200-sxm", "h200-141", "h200-141gb"});

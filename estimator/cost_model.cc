@@ -61,6 +61,11 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
   dst_mem_gbps_ = dst->memory_gbps;
   dst_memory_gib_ = dst->memory_gib;
   same_host_gbps_ = dst->nvlink_gbps > 0 ? dst->nvlink_gbps : dst->pcie_gbps;
+  // A ring over more GPUs than one NVLink domain joins has PCIe hops, which bound it.
+  if (dst->nvlink_gbps > 0 && dst->nvlink_peers > 0) {
+    pcie_gbps_ = dst->pcie_gbps;
+    nvlink_peers_ = dst->nvlink_peers;
+  }
   opt_mem_gbps_ = dst_mem_gbps_;
   if (options_.network_gbps <= 0) options_.network_gbps = dst->nic_gbps;
   const bool dst_cpu = dst->arch == "cpu";
@@ -114,6 +119,8 @@ CostModel::CostModel(ModelSpec model, const std::string& gpu_type, const Profile
                     " is from " + comm->device_type + ")"
               : "links priced from the catalogue (no comm profile)");
   }
+  base_basis_ = basis_;
+  base_notes_ = notes_;
 }
 
 void CostModel::load_profile(const ProfileRun& compute) {
@@ -313,9 +320,10 @@ double CostModel::collective_ms(const std::string& collective, int ranks, bool n
     note(collective + (network ? " over the network" : " inside a host") +
          " not profiled: catalogue bandwidth");
   }
+  const double host_gbps = nvlink_peers_ > 0 && ranks > nvlink_peers_ ? pcie_gbps_ : same_host_gbps_;
   const double gbps =
       network ? std::min(std::max(1, nics) * options_.network_gbps, std::max(options_.network_gbps, same_host_gbps_))
-              : same_host_gbps_;
+              : host_gbps;
   const double alpha = network ? options_.network_latency_us : options_.same_host_latency_us;
   return (alpha * steps(collective, ranks) + busbw_factor(collective, ranks) * bytes / (gbps * 1e3)) / 1000.0;
 }

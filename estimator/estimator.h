@@ -231,6 +231,13 @@ class CostModel {
   // every shard and size came from its own profile; notes say why not.
   Basis basis() const { return basis_; }
   std::vector<std::string> notes() const { return {notes_.begin(), notes_.end()}; }
+  // Forgets what pricing earlier plans noted (a shard or size not profiled,
+  // an unaligned GEMM), keeping what the construction noted: estimate() calls
+  // it, so a tuned plan carries its own notes, not its rejected rivals'.
+  void begin_plan() const {
+    notes_ = base_notes_;
+    basis_ = base_basis_;
+  }
 
  private:
   struct Shape {
@@ -255,6 +262,8 @@ class CostModel {
   double param_tensors_ = 0;
   double src_peak_tflops_ = 0, src_mem_gbps_ = 0, dst_peak_tflops_ = 0, dst_mem_gbps_ = 0;
   double dst_memory_gib_ = 0, same_host_gbps_ = 0;
+  double pcie_gbps_ = 0;  // inside a host, for rings wider than nvlink_peers_ (0: NVLink spans the host)
+  int nvlink_peers_ = 0;
   double opt_mem_gbps_ = 0;  // prices the optimizer step
   std::vector<double> mem_streams_;  // the CPU profile's mem_gbps_streams (this CPU only)
   bool comm_measured_ = false;
@@ -262,6 +271,8 @@ class CostModel {
   int64_t compute_run_id_ = 0, comm_run_id_ = 0;
   mutable Basis basis_ = Basis::Measured;
   mutable std::set<std::string> notes_;
+  Basis base_basis_ = Basis::Measured;  // as constructed
+  std::set<std::string> base_notes_;
 };
 
 // Checks a plan against the cell and the model; throws InputError naming the

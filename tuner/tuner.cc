@@ -59,6 +59,9 @@ std::vector<Shape> shapes_for(const CostModel& cm, const Cell& cell, int g, int 
   for (int tp = 1; tp <= g && tp <= cell.gpus_per_host && tp <= std::max(1, o.max_tp); tp *= 2) {
     if (g % tp != 0) break;
     if (tp > 1 && !cm.has_tp_layers()) break;
+    // Over several hosts, a tp group of consecutive GPUs straddles two hosts
+    // somewhere unless tp divides the GPUs per host (check_plan refuses that).
+    if (cell.hosts > 1 && cell.gpus_per_host % tp != 0) break;
     const int dp = g / tp;
     if (mbs % dp != 0) continue;
     out.push_back({dp, tp});
@@ -195,6 +198,7 @@ class StageSearch {
     const int in_flight = std::min(B_, S_ - j);
     const int b_max = L_ - (S_ - j - 1);
     const double bpv = cm_.model().bytes_per_value, opt_bytes = cm_.optimizer_state_bytes_per_param();
+    const double state_bytes = 2 * bpv + opt_bytes;  // per parameter, as price_stage
     const double capacity = cm_.memory_capacity_bytes();
     for (size_t k = 0; k < shapes_.size(); ++k) {
       const double m = static_cast<double>(mbs_) / shapes_[k].dp;
@@ -209,7 +213,7 @@ class StageSearch {
         max_sv = std::max(max_sv, table_.saved[k][l]);
         act = std::max(act, cm_.model().layers[l].activation_bytes_per_sample * m);
         const double mem =
-            p * (2 * bpv + opt_bytes) + estimator::held_activation_bytes(rc_, sv, in, max_sv, m, in_flight, act);
+            p * state_bytes + estimator::held_activation_bytes(rc_, sv, in, max_sv, m, in_flight, act);
         if (mem > capacity) break;  // longer stages only need more
         if (j == S_ - 1 && b != L_) continue;
         // Gradient accumulation at stage level, as estimate() prices it.

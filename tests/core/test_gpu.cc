@@ -49,12 +49,12 @@ TEST(GpuCatalogue, FiguresArePlausibleAndOldestFirst) {
 TEST(GpuCatalogue, PublishedFigures) {
   const GpuSpec* v100 = find_gpu("v100");
   ASSERT_TRUE(v100);
-  EXPECT_DOUBLE_EQ(v100->memory_gib, 16);
+  EXPECT_DOUBLE_EQ(v100->memory_gib, 15.78);  // nvidia-smi: 16160 MiB
   EXPECT_DOUBLE_EQ(v100->fp32_tflops, 15.7);
   EXPECT_DOUBLE_EQ(v100->fp16_tflops, 125);
   EXPECT_DOUBLE_EQ(v100->memory_gbps, 900);
   EXPECT_FALSE(v100->bf16);
-  EXPECT_DOUBLE_EQ(find_gpu("v100-32")->memory_gib, 32);
+  EXPECT_DOUBLE_EQ(find_gpu("v100-32")->memory_gib, 31.75);
   EXPECT_DOUBLE_EQ(find_gpu("a100-40")->memory_gbps, 1555);
   EXPECT_DOUBLE_EQ(find_gpu("a100-80")->memory_gbps, 2039);
   EXPECT_DOUBLE_EQ(find_gpu("a100-80")->fp16_tflops, 312);
@@ -64,7 +64,13 @@ TEST(GpuCatalogue, PublishedFigures) {
   EXPECT_DOUBLE_EQ(find_gpu("h200")->memory_gbps, 4800);
   EXPECT_GT(find_gpu("h200")->memory_gib, find_gpu("h100")->memory_gib);
   EXPECT_DOUBLE_EQ(find_gpu("t4")->nvlink_gbps, 0);
-  EXPECT_DOUBLE_EQ(find_gpu("k80")->memory_gib, 12);
+  EXPECT_DOUBLE_EQ(find_gpu("k80")->memory_gib, 11.17);
+  // What CUDA can allocate, not the datasheet's "24 GB" read as GiB.
+  EXPECT_DOUBLE_EQ(find_gpu("a10")->memory_gib, 22.49);
+  EXPECT_DOUBLE_EQ(find_gpu("a40")->memory_gib, 44.99);
+  EXPECT_DOUBLE_EQ(find_gpu("t4")->memory_gib, 15);
+  EXPECT_EQ(find_gpu("a40")->nvlink_peers, 2);  // a bridge joins two boards
+  EXPECT_EQ(find_gpu("a100-80")->nvlink_peers, 0);  // NVSwitch: the whole host
   // Newer generations are faster.
   EXPECT_LT(find_gpu("k80")->fp32_tflops, find_gpu("p100")->fp32_tflops);
   EXPECT_LT(find_gpu("p100")->fp32_tflops, find_gpu("v100")->fp32_tflops);

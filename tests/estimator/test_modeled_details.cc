@@ -3,6 +3,7 @@
 // once, and a precision the GPU type has no arithmetic for.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/model.h"
 #include "estimator/estimator.h"
 
@@ -76,6 +77,54 @@ TEST(CommModel, Fp16WithoutFp16ArithmeticIsNoted) {
   EXPECT_FALSE(noted("k80", Precision::FP32));
   EXPECT_FALSE(noted("p100", Precision::FP16));
   EXPECT_FALSE(noted("v100", Precision::FP16));
+}
+
+// The A40's NVLink bridge joins two boards: a ring over more of them has
+// PCIe hops, which bound it; the A100's NVSwitch joins the whole host.
+TEST(CommModel, RingsOverMoreA40sThanTheBridgeJoinsRunAtPcieSpeed) {
+  const double bytes = 1e9;
+  // 5 us a step inside a host, 2(n-1) steps, busbw factor 2(n-1)/n.
+  const auto ring = [&](int n, double gbps) {
+    return (5.0 * 2 * (n - 1) + 2.0 * (n - 1) / n * bytes / (gbps * 1e3)) / 1000;
+  };
+  const CostModel a40(model_by_name("gpt-125m"), "a40", nullptr, nullptr);
+  EXPECT_NEAR(a40.collective_ms("all_reduce", 2, false, bytes), ring(2, 56.25), 1e-9);
+  EXPECT_NEAR(a40.collective_ms("all_reduce", 4, false, bytes), ring(4, 31.5), 1e-9);
+  EXPECT_NEAR(a40.collective_ms("all_reduce", 8, false, bytes), ring(8, 31.5), 1e-9);
+  const CostModel a100(model_by_name("gpt-125m"), "a100-80", nullptr, nullptr);
+  EXPECT_NEAR(a100.collective_ms("all_reduce", 8, false, bytes), ring(8, 300), 1e-9);
+}
+
+// Tensor parallelism stays inside a host: a plan whose tp group (consecutive
+// GPUs, tp innermost) crosses a host boundary is refused.
+TEST(Estimator, RefusesATensorParallelGroupAcrossHosts) {
+  const CostModel cm(model_by_name("gpt-1.3b"), "a100-80", nullptr, nullptr);
+  const int L = static_cast<int>(cm.model().layers.size());
+  const auto refused = [&](const Cell& cell, const Plan& p) -> std::string {
+    try {
+      estimate(cm, cell, p);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Plan p;
+  p.micro_batch_size = 3;
+  p.stages = {{0, L, 3, 4}};  // 2 hosts of 6: GPUs 4-7 are one group
+  const Cell six{"gpt-1.3b", "a100-80", 2, 6, 1};
+  EXPECT_NE(refused(six, p).find("stage 0: its tp group on GPUs 4-7 spans two hosts of 6 GPUs"), std::string::npos)
+      << refused(six, p);
+  p.micro_batch_size = 6;
+  p.stages = {{0, L, 6, 2}};
+  EXPECT_EQ(refused(six, p), "");
+  // Stages of different widths: a tp=8 stage starting at GPU 2 of 8-GPU hosts.
+  Plan q;
+  q.micro_batch_size = 3;
+  q.stages = {{0, 2, 1, 2}, {2, 10, 1, 8}, {12, L - 12, 3, 2}};
+  const Cell sixteen{"gpt-1.3b", "a100-80", 2, 8, 3};
+  EXPECT_NE(refused(sixteen, q).find("stage 1: its tp group on GPUs 2-9 spans two hosts of 8 GPUs"),
+            std::string::npos)
+      << refused(sixteen, q);
 }
 
 }  // namespace

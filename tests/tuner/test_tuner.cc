@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/model.h"
 #include "tests/estimator/estimator_fixture.h"
 #include "tuner/tuner.h"
 
@@ -130,6 +131,51 @@ TEST(Tuner, BadCellsAreInputErrors) {
   bad.global_batch = 8;
   bad.micro_batch_counts = {3};
   EXPECT_THROW(tune_cell(cm, Cell{m.name, "v100", 1, 1, 1}, bad), InputError);
+}
+
+// Over several hosts a tp group never straddles two: with 6 GPUs a host the
+// tuner chose dp 3 x tp 4 for gpt-13b on 12 H100s (GPUs 4-7 one group).
+TEST(Tuner, TensorParallelGroupsStayInsideAHost) {
+  const CostModel cm(model_by_name("gpt-13b"), "h100", nullptr, nullptr);
+  TuneOptions o;
+  o.global_batch = 96;
+  bool any = false;
+  for (int stages : {1, 2, 3}) {
+    const TuneResult r = tune_cell(cm, Cell{"gpt-13b", "h100", 2, 6, stages}, o);
+    for (const TunedPlan& t : r.pareto) {
+      any = true;
+      int first = 0;
+      for (const auto& s : t.plan.stages) {
+        EXPECT_EQ(6 % s.tp, 0) << stages << " stages: tp " << s.tp;
+        for (int k = 0; k < s.dp; ++k) EXPECT_EQ((first + k * s.tp) / 6, (first + (k + 1) * s.tp - 1) / 6);
+        first += s.dp * s.tp;
+      }
+    }
+  }
+  EXPECT_TRUE(any);  // some plan fits
+}
+
+// The notes of a tuned plan are its own: micro-batches of 1 (an unaligned
+// GEMM) were noted under a plan of 256 images a micro-batch.
+TEST(Tuner, NotesAreTheChosenPlansOwn) {
+  const CostModel cm(model_by_name("resnet-50"), "a100-80", nullptr, nullptr);
+  const Cell cell{"resnet-50", "a100-80", 1, 1, 1};
+  TuneOptions o;
+  o.global_batch = 256;
+  const TuneResult r = tune_cell(cm, cell, o);
+  ASSERT_TRUE(r.feasible);
+  const auto unaligned = [](const estimator::Estimate& e) {
+    for (const std::string& n : e.notes)
+      if (n.find("GEMM size") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_EQ(r.best().plan.micro_batch_size % 8, 0);
+  EXPECT_FALSE(unaligned(r.best().estimate));
+  estimator::Plan one = r.best().plan;
+  one.micro_batches = 256;
+  one.micro_batch_size = 1;
+  EXPECT_TRUE(unaligned(estimator::estimate(cm, cell, one)));
+  EXPECT_FALSE(unaligned(estimator::estimate(cm, cell, r.best().plan)));  // and gone again
 }
 
 TEST(Tuner, PlanJsonRoundTrips) {
