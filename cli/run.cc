@@ -47,6 +47,7 @@ void install_handlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a sleeping runner wakes up at once
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal stops the runner cleanly too
 }
 
 std::string stamp() {
@@ -78,6 +79,8 @@ void check_run_options(const runner::RunnerOptions& o) {
     throw InputError("--prior must be a positive rate up to 1e9 iterations/s (got " + num(o.prior_per_gpu) + ")");
   check_policy_settings(o.policy_settings);
   if (o.max_failures < 0) throw InputError("--max-failures must not be negative");
+  if (o.max_rounds == 0 || o.max_rounds < -1)
+    throw InputError("--rounds must be at least 1, or -1 to run until stopped (got " + std::to_string(o.max_rounds) + ")");
 }
 
 // A known policy, or a schedule to replay (checked before anything runs: a
@@ -102,7 +105,7 @@ void check_open_jobs_fit(const db::OnlineStore& store, const Cluster& cluster, c
   for (const db::OnlineJob& j : store.jobs(true))
     if (j.gpus > cluster.total_gpus())
       too_big += (too_big.empty() ? "" : ", ") + std::string("job ") + std::to_string(j.id) + " (" +
-                 std::to_string(j.gpus) + " GPUs)";
+                 count_of(j.gpus, "GPU") + ")";
   if (!too_big.empty())
     throw InputError(nodes + ": the node list has " + std::to_string(cluster.total_gpus()) +
                      " GPUs, too few for " + too_big + " of " + db_path +
@@ -124,7 +127,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("policy", po::value(&o.policy)->default_value("hadare"), "scheduling policy")
       ("round", po::value(&o.round_s)->default_value(60), "round length, seconds")
       ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
-      ("rounds", po::value(&o.max_rounds)->default_value(-1), "stop after N rounds (default: run until stopped)")
+      ("rounds", po::value(&o.max_rounds)->default_value(-1), "stop after N >= 1 rounds (default -1: run until stopped)")
       ("until-idle", po::bool_switch(&o.until_idle), "stop once no job is queued or running")
       ("executor", po::value(&executor_kind)->default_value("local"), "local | ssh | slurm")
       ("grace", po::value(&o.grace_s)->default_value(10), "seconds between SIGTERM and SIGKILL")
@@ -172,6 +175,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!lock) throw InputError(db_path + ": another runner uses this state database (" + holder.text() + ")");
   db::OnlineStore store = db::OnlineStore::open(db_path);
   check_open_jobs_fit(store, cluster, nodes, db_path);
+  runner::check_live_launches(store, cluster, nodes);
   // The lease in the store, for a runner on another host (past the OS lock's
   // reach on a shared filesystem); stale after a minute plus two grace periods.
   runner::take_lease(store, 60 + 2 * o.grace_s);
@@ -218,8 +222,10 @@ void check_job(db::OnlineJob& j) {
 
 // Checks against what the runner announced: its executor (a local command
 // must be an executable file here) and its node list (the gang must fit).
-void check_against_runner(const db::OnlineStore& store, const db::OnlineJob& j, const std::vector<std::string>& command) {
-  const std::string executor = store.meta("executor").value_or("local");
+// `store`: the state database when it exists (null: none yet, so no runner
+// has said what executor or nodes it uses).
+void check_against_runner(const db::OnlineStore* store, const db::OnlineJob& j, const std::vector<std::string>& command) {
+  const std::string executor = store ? store->meta("executor").value_or("local") : "local";
   if (executor == "local") {
     const std::string exe = command[0].find('/') == std::string::npos
                                 ? runner::find_executable(command[0])
@@ -227,7 +233,7 @@ void check_against_runner(const db::OnlineStore& store, const db::OnlineJob& j, 
     if (exe.empty() || access(exe.c_str(), X_OK) != 0 || fs::is_directory(exe))
       throw InputError("command '" + command[0] + "' is not an executable file here (not found in PATH, a directory, or not executable)");
   }
-  if (const auto nodes = store.meta("nodes")) {
+  if (const auto nodes = store ? store->meta("nodes") : std::nullopt) {
     // The runner's node list is stored as YAML; count its GPUs.
     int total = 0;
     std::istringstream in(*nodes);
@@ -277,7 +283,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("iterations", po::value(&j.iterations)->required(), "iterations to train (> 0)")
       ("gpus", po::value(&j.gpus)->default_value(1), "GPUs as one gang (> 0)")
       ("weight", po::value(&j.weight)->default_value(1.0), "priority weight, [1e-6, 1e6]")
-      ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <db>.d/job-<id>)")
+      ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <the runner's --work-dir>/job-<id>, <db>.d/job-<id> unless it names one)")
       ("workdir", po::value(&j.workdir), "working directory of the processes (default: here)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
       ("json", po::bool_switch(&as_json), "print the job as JSON");
@@ -288,12 +294,22 @@ int cmd_submit(const std::vector<std::string>& all_args) {
   check_job(j);
   j.workdir = fs::absolute(j.workdir.empty() ? fs::current_path() : fs::path(j.workdir)).lexically_normal().string();
   if (!fs::is_directory(j.workdir)) throw InputError("--workdir " + j.workdir + ": no such directory");
+  j.checkpoint_dir = checkpoint_dir(j.checkpoint_dir);
+  // Bad input stores nothing, not even a new database file.
+  const bool fresh = !fs::exists(db_path);
+  if (fresh) {
+    check_against_runner(nullptr, j, command);
+  } else {
+    const db::OnlineStore existing = db::OnlineStore::open(db_path);
+    check_against_runner(&existing, j, command);
+  }
   db::OnlineStore store = db::OnlineStore::open(db_path);
-  check_against_runner(store, j, command);
   j.command = command;
   j.submitted_at = unix_now();
-  j.checkpoint_dir = checkpoint_dir(j.checkpoint_dir);
   store.submit(j);
+  if (fresh || !store.meta("nodes"))
+    std::cerr << "note: no runner has used " << db_path << " yet: the job waits for `cellsched run --db " << db_path
+              << "`\n";
   if (as_json) {
     std::cout << json{{"id", j.id}, {"name", j.name}, {"state", j.state}}.dump() << "\n";
   } else {
@@ -325,12 +341,22 @@ struct StatusView {
     const auto it = by_job.find(job);
     return it == by_job.end() ? none : it->second;
   }
-  // Iterations done, counting what live copies have trained since launch.
+  ForkModel fork;  // how the runner counts copies (its stored meta)
+  // Iterations done, counting what live gangs have trained since launch (the
+  // runner saves it every few seconds) at what they are worth together, as
+  // the runner counts them (core/fork.h).
   double done_of(const db::OnlineJob& j) const {
-    double d = j.iterations_done;
-    for (const auto* l : launches_of(j.id))
-      if (l->state != "planned") d += l->iterations;
-    return d;
+    double main = 0, copies = 0, largest = 0;
+    for (const auto* l : launches_of(j.id)) {
+      if (l->state == "planned") continue;
+      if (l->copy == 0) {
+        main += l->iterations;
+      } else {
+        copies += l->iterations;
+        largest = std::max(largest, l->iterations);
+      }
+    }
+    return std::min(j.iterations, j.iterations_done + fork_worth(fork, main, copies, largest));
   }
 };
 
@@ -367,6 +393,16 @@ void read_status(StatusView& v, const std::string& db_path) {
   if (!v.holder) v.holder = runner::foreign_lease(store);
   v.pid = v.holder ? std::to_string(v.holder->pid) : store.meta("runner_pid").value_or("0");
   v.policy = store.meta("policy").value_or("");
+  if (const auto f = store.meta("fork_model")) {  // "0.5 noise"
+    std::istringstream in(*f);
+    std::string scaling;
+    if (in >> v.fork.efficiency >> scaling) {
+      try {
+        v.fork.scaling = parse_fork_scaling(scaling);
+      } catch (const InputError&) {
+      }
+    }
+  }
   v.executor = store.meta("executor").value_or("");
 }
 
@@ -422,18 +458,27 @@ void print_status(const StatusView& v) {
     for (const auto* l : v.launches_of(j.id)) {
       if (l->state != "running" && l->state != "stopping") continue;
       ++copies;
-      for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + p.node_name + ":" + std::to_string(p.gpus);
+      // node:GPU indices, as the run log writes them
+      for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + printable(p.node_name) + ":" + p.gpu_ids;
     }
     t.add({std::to_string(j.id), printable(j.name), j.state, std::to_string(j.gpus), num(std::floor(v.done_of(j))),
            num(j.iterations), std::to_string(copies), where.empty() ? "-" : where, std::to_string(j.failures)});
   }
   t.print(std::cout);
+  // Why jobs failed, and what a runner has yet to act on.
+  for (const auto& j : v.jobs) {
+    if (j.state == "failed" && !j.last_error.empty())
+      std::cout << "job " << j.id << " failed: " << printable(j.last_error) << "\n";
+    else if (j.cancel_requested && (j.state == "queued" || j.state == "running"))
+      std::cout << "job " << j.id << ": cancel requested\n";
+  }
   if (!v.cluster.nodes.empty()) {
     std::cout << "\n";
     Table n({"node", "gpu type", "gpus", "used"});
     for (const Node& node : v.cluster.nodes) {
       const auto it = v.used.find(node.name);
-      n.add({node.name, node.gpu_type, std::to_string(node.gpus), std::to_string(it == v.used.end() ? 0 : it->second)});
+      n.add({printable(node.name), node.gpu_type, std::to_string(node.gpus),
+             std::to_string(it == v.used.end() ? 0 : it->second)});
     }
     n.print(std::cout);
   }
@@ -474,15 +519,21 @@ int cmd_cancel(const std::vector<std::string>& args) {
   db::OnlineStore store = db::OnlineStore::open(db_path);
   const auto state = store.request_cancel(id);
   if (!state) throw InputError("no job " + std::to_string(id) + " in " + db_path);
+  const bool requested = *state == "queued" || *state == "running" || *state == "cancelled";
   if (vm.count("json")) {
-    std::cout << json{{"id", id}, {"state", *state}, {"cancel_requested", *state == "queued" || *state == "running"}}.dump()
-              << "\n";
+    std::cout << json{{"id", id}, {"state", *state}, {"cancel_requested", requested}}.dump() << "\n";
     return 0;
   }
-  if (*state == "cancelled") std::cout << "job " << id << " cancelled\n";
-  else if (*state == "queued" || *state == "running")
-    std::cout << "job " << id << ": cancel requested (the runner stops it)\n";
-  else std::cout << "job " << id << " already " << *state << "\n";
+  if (*state == "cancelled") {
+    std::cout << "job " << id << " cancelled\n";
+  } else if (*state == "queued" || *state == "running") {
+    const bool runner_alive = runner::runner_lock_holder(db_path) || runner::foreign_lease(store);
+    std::cout << "job " << id << ": cancel requested ("
+              << (runner_alive ? "the runner stops it" : "no runner is running: it stops when `cellsched run` starts")
+              << ")\n";
+  } else {
+    std::cout << "job " << id << " already " << *state << "\n";
+  }
   return 0;
 }
 

@@ -57,7 +57,8 @@ std::string take_gpus(std::vector<char>& held, int gpus) {
 void Runner::Impl::start(int64_t number, double t0, Plan plan) {
   std::erase_if(plan, [&](const auto& p) {
     const auto it = jobs.find(p.first);
-    return it == jobs.end() || progress_of(it->second) >= it->second.row.iterations;
+    return it == jobs.end() || it->second.row.cancel_requested ||
+           progress_of(it->second) >= it->second.row.iterations;
   });
   if (plan.empty()) return;
   std::map<int64_t, long long> target;  // launch -> iterations (the job tracker's share)

@@ -28,6 +28,45 @@ void validate_nodes(const Cluster& cluster, const std::string& source) {
   for (const Node& n : cluster.nodes) {
     if (!names.insert(n.name).second) fail_input(source, 0, "node '" + n.name + "' appears twice");
     if (n.gpus <= 0) fail_input(source, 0, "node '" + n.name + "' has no GPUs");
+    if (std::any_of(n.name.begin(), n.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      fail_input(source, 0, "a node name holds a control character (a newline?): names must be printable");
+  }
+}
+
+namespace {
+
+int node_index(const Cluster& cluster, const std::string& name) {
+  for (size_t n = 0; n < cluster.nodes.size(); ++n)
+    if (cluster.nodes[n].name == name) return static_cast<int>(n);
+  return -1;
+}
+
+}  // namespace
+
+void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, const std::string& source) {
+  std::map<std::pair<int, long>, int64_t> held;  // (node, GPU index) -> launch
+  for (const db::OnlineLaunch& l : store.live_launches()) {
+    if (l.state != "running" && l.state != "stopping") continue;
+    const std::string who = "launch " + std::to_string(l.id) + " (job " + std::to_string(l.job_id) + ")";
+    for (const db::OnlineProc& p : l.procs) {
+      const int n = node_index(cluster, p.node_name);
+      if (n < 0)
+        fail_input(source, 0, who + " still runs on node '" + p.node_name +
+                                  "', which this node list lacks: restore the node, or start the runner once "
+                                  "with the previous node list to stop it");
+      std::stringstream ss(p.gpu_ids);
+      for (std::string x; std::getline(ss, x, ',');) {
+        if (x.empty()) continue;
+        const long gpu = std::stol(x);
+        if (const int has = cluster.nodes[static_cast<size_t>(n)].gpus; gpu >= has)
+          fail_input(source, 0, who + " holds GPU " + x + " of node '" + p.node_name + "', which has only " +
+                                    std::to_string(has) + (has == 1 ? " GPU" : " GPUs") + " in this node list");
+        const auto [it, fresh] = held.emplace(std::make_pair(n, gpu), l.id);
+        if (!fresh)
+          fail_input(source, 0, who + " and launch " + std::to_string(it->second) + " both hold GPU " + x +
+                                    " of node '" + p.node_name + "'");
+      }
+    }
   }
 }
 
@@ -143,7 +182,10 @@ void Runner::Impl::round(int64_t number, double t0) {
     store.save_round({number, t0, policy->name(), decision_ms, alloc.dump()});
     store.set_meta("heartbeat", std::to_string(unix_now()));
   });
-  if (!to_stop.empty()) stop(to_stop);
+  if (!to_stop.empty()) {
+    stop(to_stop);  // up to --grace: a queued job may be cancelled meanwhile
+    refresh_jobs();
+  }
   settle_jobs();  // consolidates what just stopped
   start(number, t0, to_start);
 }
@@ -181,6 +223,10 @@ void Runner::Impl::recover() {
         store.update_launch(l);
         continue;
       }
+      // Nodes by name: the node list may list them in another order now
+      // (check_live_launches made sure each is there).
+      for (db::OnlineProc& p : l.procs)
+        if (const int n = node_index(cluster, p.node_name); n >= 0) p.node = n;
       if (l.state == "stopping") resume_stop.push_back(l.id);
       if (!jobs.count(l.job_id)) {
         // The job finished (or was cancelled) meanwhile; stop what is left.
@@ -190,7 +236,8 @@ void Runner::Impl::recover() {
     }
   });
   for (int64_t id : resume_stop) launches.at(id).state = "running";
-  if (!launches.empty()) log("recovered " + std::to_string(launches.size()) + " launches from the store");
+  if (!launches.empty()) log("recovered " + std::to_string(launches.size()) + (launches.size() == 1 ? " launch" : " launches") +
+                                " from the store");
   if (!resume_stop.empty()) stop(resume_stop);
   for (auto it = launches.begin(); it != launches.end();) {
     if (!jobs.count(it->second.job_id) && it->second.state == "ended") {
@@ -204,12 +251,25 @@ void Runner::Impl::recover() {
   poll();
 }
 
+// What the running launches report, stored for `status` (the runner itself
+// keeps it in memory between a launch's start and end).
+void Runner::Impl::save_progress() {
+  store.transaction([&] {
+    for (auto& [id, l] : launches) {
+      if (l.state != "running" || l.iterations <= saved_progress[id]) continue;
+      saved_progress[id] = l.iterations;
+      store.update_launch(l);
+    }
+  });
+  std::erase_if(saved_progress, [&](const auto& p) { return !launches.count(p.first); });
+}
+
 void Runner::Impl::shutdown() {
   std::vector<int64_t> all;
   for (const auto& [id, l] : launches)
     if (l.state == "running" || l.state == "stopping") all.push_back(id);
   if (!all.empty()) {
-    log("stopping " + std::to_string(all.size()) + " launches");
+    log("stopping " + std::to_string(all.size()) + (all.size() == 1 ? " launch" : " launches"));
     stop(all);
   }
   settle_jobs();
@@ -227,10 +287,11 @@ void Runner::Impl::run() {
     store.set_meta("policy", o.policy);
     store.set_meta("executor", executor.name());
     store.set_meta("round_s", std::to_string(o.round_s));
+    store.set_meta("fork_model", num(o.fork_efficiency) + " " + fork_scaling_name(o.fork_scaling));
   });
   recover();
   long rounds = 0;
-  while (!stopping()) {
+  while (!stopping() && (o.max_rounds < 0 || rounds < o.max_rounds)) {
     refresh_jobs();
     poll();
     if (o.until_idle && jobs.empty()) break;
@@ -243,11 +304,14 @@ void Runner::Impl::run() {
       sleep_s(std::min(o.poll_s, t0 + o.round_s - unix_now()));
       refresh_jobs();
       poll();
-      if (unix_now() - beat >= 5) renew_lease(store), beat = unix_now();
+      if (unix_now() - beat >= 5) {
+        renew_lease(store);
+        save_progress();
+        beat = unix_now();
+      }
       if (o.until_idle && jobs.empty()) break;
     }
     if (o.until_idle && jobs.empty()) break;
-    if (o.max_rounds >= 0 && rounds >= o.max_rounds) break;
   }
   shutdown();
   release_lease(store);

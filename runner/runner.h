@@ -77,4 +77,10 @@ class Runner {
 // Checks a node list for the runner (unique names, GPUs > 0); throws InputError.
 void validate_nodes(const Cluster& cluster, const std::string& source);
 
+// The launches a previous runner left running keep their processes and GPUs:
+// each must find its nodes, by name, in this node list, with the GPU indices
+// it holds and none held twice. Throws InputError naming the launch and node
+// (a restart with an edited node list used to double-book GPUs or crash).
+void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, const std::string& source);
+
 }  // namespace cellsched::runner

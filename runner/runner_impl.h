@@ -88,6 +88,8 @@ struct Runner::Impl {
     double t0 = -1, it0 = 0, t1 = -1, it1 = 0;
   };
   std::map<int64_t, Rate> rates;  // per launch, from the progress polls
+  std::map<int64_t, std::string> gang_failures;  // launch -> the member that died ("rank 1: exit 3")
+  std::map<int64_t, double> saved_progress;      // launch -> iterations last stored by save_progress()
   double last_accounting = 0;
 
   Impl(db::OnlineStore& s, Cluster c, const Executor& e, const ThroughputOracle* base,
@@ -151,6 +153,8 @@ struct Runner::Impl {
   void check(const std::vector<JobState*>& active, std::vector<Allocation>& out) const;
 
   void recover();
+
+  void save_progress();
 
   void shutdown();
 

@@ -60,15 +60,22 @@ void Runner::Impl::poll() {
       for (const auto& p : l.procs) gpus += p.gpus;
       je->second.row.attained_gpu_s += gpus * dt;
     }
-    bool any_alive = false, any_failed = false;
+    bool any_alive = false;
+    std::string failure;  // the first member that died badly: "rank 1: exit 3"
     for (const db::OnlineProc& p : l.procs) {
-      if (alive(p.pid, p.start_ticks)) any_alive = true;
-      else if (proc_outcome(l, p) != "exit 0") any_failed = true;
+      if (alive(p.pid, p.start_ticks)) {
+        any_alive = true;
+      } else if (const std::string s = proc_outcome(l, p); s != "exit 0" && failure.empty()) {
+        failure = "rank " + std::to_string(&p - l.procs.data()) + ": " + s;
+      }
     }
-    if (!any_alive) ended.push_back(id);
-    else if (any_failed && l.state == "running") {
-      // One member of a gang died: the gang cannot go on.
-      log("launch " + std::to_string(id) + ": a process of the gang failed; stopping the rest");
+    if (!any_alive) {
+      ended.push_back(id);
+    } else if (!failure.empty() && l.state == "running") {
+      // One member of a gang died: the gang cannot go on, and the launch
+      // failed (stopping the rest is not the scheduler's own stop).
+      log("launch " + std::to_string(id) + ": " + failure + "; stopping the rest of the gang");
+      gang_failures[id] = failure;
       stop({id});
       ended.push_back(id);
     }
@@ -104,6 +111,10 @@ void Runner::Impl::observe(const db::OnlineLaunch& l) {
 // Marks a launch ended (all its processes are gone) and judges its outcome.
 void Runner::Impl::end_launch(int64_t id) {
   db::OnlineLaunch& l = launches.at(id);
+  // Whatever is left of the launch's process groups goes with it: a trainer
+  // whose supervisor was killed (it would train on beside its relaunch), or
+  // children a trainer left behind (a data loader holding a GPU).
+  for (const db::OnlineProc& p : l.procs) signal_group(p.pid, p.start_ticks, SIGKILL);
   const double it = read_progress(l.progress);
   if (it > l.iterations) l.iterations = it;
   commit_checkpoint(l.ckpt_out, l.iterations);
@@ -114,7 +125,13 @@ void Runner::Impl::end_launch(int64_t id) {
     if (s != "exit 0") ok = false;
     if (outcome.empty() || s != "exit 0") outcome = s;
   }
-  const bool stopped_by_us = l.state == "stopping";
+  const auto member = gang_failures.find(id);
+  const bool member_failed = member != gang_failures.end();
+  if (member_failed) {
+    outcome = member->second + ", the rest of the gang stopped";
+    gang_failures.erase(member);
+  }
+  const bool stopped_by_us = l.state == "stopping" && !member_failed;
   l.outcome = stopped_by_us ? "stopped (" + outcome + ")" : outcome;
   l.state = "ended";
   l.ended_at = unix_now();
@@ -122,6 +139,15 @@ void Runner::Impl::end_launch(int64_t id) {
   bool failed = !stopped_by_us && !ok;
   if (!stopped_by_us && ok && e && l.iterations <= 0 && progress_of(*e) < e->row.iterations)
     failed = true, outcome = "exited without progress";
+  std::error_code ec;
+  if (l.iterations > 0 && !fs::exists(l.ckpt_out, ec)) {
+    // A progress line commits a checkpoint (README, "The runner contract"):
+    // without one the iterations cannot count, and the job would be
+    // relaunched from where it was, round after round.
+    failed = true;
+    outcome = "reported " + num(l.iterations) + " iterations but wrote no checkpoint at " + l.ckpt_out;
+    l.outcome = outcome;
+  }
   store.transaction([&] {
     observe(l);
     store.update_launch(l);
@@ -244,7 +270,8 @@ void Runner::Impl::consolidate(Entry& e) {
     c.output = inputs[0];
     counted = weights[0];
   } else if (inputs.size() > 1) {
-    c.output = e.row.checkpoint_dir + "/ckpt-" + std::to_string(c.epoch) + ".pt";
+    // Named by job: jobs may share a checkpoint folder.
+    c.output = e.row.checkpoint_dir + "/job-" + std::to_string(e.row.id) + "-ckpt-" + std::to_string(c.epoch) + ".pt";
     std::string why;
     if (averager) {
       try {

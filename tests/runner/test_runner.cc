@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "db/online.h"
 #include "runner/executor.h"
 #include "runner/runner.h"
@@ -197,13 +199,22 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
   r = run({"submit", "--db", db_, "--iterations", "5", "--", "no-such-command-xyz"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("not an executable"), std::string::npos) << r.err;
+  // Refused before a new database file is made.
+  r = run({"submit", "--db", (dir_ / "typo.db").string(), "--iterations", "5", "--", "no-such-command-xyz"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "typo.db"));
+  for (const std::string rounds : {"0", "-2"}) {
+    r = run({"run", "--nodes", nodes_, "--db", db_, "--rounds", rounds});
+    EXPECT_EQ(r.status, 2) << rounds;
+    EXPECT_NE(r.err.find("--rounds must be at least 1, or -1"), std::string::npos) << r.err;
+  }
   r = run({"cancel", "--db", db_, "42"});
   EXPECT_EQ(r.status, 2);
   r = run({"status", "--db", (dir_ / "missing.db").string()});
   EXPECT_EQ(r.status, 2);
   EXPECT_FALSE(fs::exists(dir_ / "missing.db"));
-  // Nothing was stored by the refused submissions.
-  EXPECT_TRUE(status()["jobs"].empty());
+  // Nothing was stored by the refused submissions and runs, not even a database file.
+  EXPECT_FALSE(fs::exists(db_));
 }
 
 TEST_F(Runner, ShellMetacharactersAreLiteralArguments) {
@@ -307,6 +318,73 @@ TEST_F(Runner, FailedLaunchesAreRetriedThenTheJobFails) {
   EXPECT_EQ(j["state"], "failed");
   EXPECT_EQ(j["failures"], 3);
   EXPECT_NE(j["last_error"].get<std::string>().find("exit 3"), std::string::npos) << j.dump(2);
+}
+
+// A gang whose second process dies: the launch failed (it used to end as
+// "stopped", like a preemption, and be relaunched every round forever).
+TEST_F(Runner, AGangWhoseRankDiesIsAFailedLaunch) {
+  write_nodes("nodes:\n  - {name: a, gpu_type: v100, gpus: 1}\n  - {name: b, gpu_type: v100, gpus: 1}\n");
+  submit({"--iterations", "100000", "--gpus", "2"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "2", "--until-idle", "--max-failures", "1", "--policy", "fifo"},
+                               {"TRAINER_FAIL_RANK=1"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  const json j = status()["jobs"][0];
+  EXPECT_EQ(j["state"], "failed") << j.dump(2);
+  EXPECT_EQ(j["failures"], 2) << j.dump(2);
+  EXPECT_NE(j["last_error"].get<std::string>().find("rank 1: exit 3"), std::string::npos) << j.dump(2);
+  EXPECT_NE(runner_logs().find("rank 1: exit 3; stopping the rest of the gang"), std::string::npos) << runner_logs();
+}
+
+// `status` shows a running gang's progress before its launch ends (it showed
+// 0 for as long as a gang kept its placement).
+TEST_F(Runner, StatusShowsTheProgressOfRunningGangs) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "100000"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "60", "--policy", "fifo"});
+  double progress = 0;
+  for (int i = 0; i < 150 && progress <= 0; ++i) {  // saved every 5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const json st = status();
+    if (!st["jobs"].empty()) progress = st["jobs"][0]["progress"].get<double>();
+  }
+  EXPECT_GT(progress, 0) << runner_logs();
+  kill(p, SIGTERM);
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+}
+
+// A launch's process group ends with it: a child the trainer left behind
+// is killed once the launch has ended.
+TEST_F(Runner, WhatATrainerLeavesBehindEndsWithItsLaunch) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "3"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "1", "--until-idle", "--policy", "fifo"}, {"TRAINER_LEAK=1"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  std::string leak;
+  for (const auto& f : fs::recursive_directory_iterator(dir_))
+    if (f.path().filename() == "progress.leak") leak = slurp(f.path());
+  ASSERT_FALSE(leak.empty()) << runner_logs();
+  const fs::path proc = "/proc/" + std::to_string(std::atoi(leak.c_str())) + "/stat";
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {  // killed; then reaped by init
+    const std::string st = slurp(proc);
+    gone = st.empty() || st.find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << slurp(proc);
+}
+
+// Progress lines commit checkpoints: a trainer that reports iterations but
+// writes none fails its launch instead of being relaunched from scratch forever.
+TEST_F(Runner, ProgressWithoutACheckpointIsAFailedLaunch) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "5"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "1", "--until-idle", "--max-failures", "0", "--policy", "fifo"},
+                               {"TRAINER_NO_CKPT=1"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  const json j = status()["jobs"][0];
+  EXPECT_EQ(j["state"], "failed") << j.dump(2);
+  EXPECT_NE(j["last_error"].get<std::string>().find("iterations but wrote no checkpoint at "), std::string::npos)
+      << j.dump(2);
 }
 
 // The soak of issue 13: 50 SIGKILLs of the runner at random moments, the
@@ -528,11 +606,13 @@ TEST_F(Runner, PytorchCopiesAreAveragedByIterations) {
     GTEST_SKIP() << "built without LibTorch";
   // The consolidations the runner recorded, checked by PyTorch itself.
   const std::string script = R"PY(
-import json, sqlite3, sys, torch
+import json, re, sqlite3, sys, torch
 db = sqlite3.connect(sys.argv[1])
-rows = db.execute("SELECT inputs, output, iterations FROM online_consolidations WHERE method = 'average'").fetchall()
+rows = db.execute("SELECT inputs, output, iterations, job_id FROM online_consolidations WHERE method = 'average'").fetchall()
 assert rows, "no averaged consolidation"
-for inputs, output, counted in rows:
+for inputs, output, counted, job in rows:
+    # Named by job: two jobs sharing a checkpoint folder never overwrite each other.
+    assert re.search(r"/job-%d-ckpt-\d+\.pt$" % job, output), output
     inputs = json.loads(inputs)
     total = sum(w for _, w in inputs)
     # The noise model (core/fork.h): the gangs are worth at least the largest
@@ -585,6 +665,63 @@ TEST(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
   EXPECT_NO_THROW(impl.start(1, 0, {{id, gang}, {id + 41, gang}}));
   EXPECT_TRUE(store.live_launches().empty());
   EXPECT_TRUE(impl.launches.empty());
+  fs::remove_all(d);
+}
+
+// A restart with an edited node list: the launches a previous runner left
+// running must find their nodes by name with the GPUs they hold (the runner
+// used to map them by position: two jobs on one GPU, or a crash).
+TEST(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
+  using namespace cellsched;
+  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-live-nodes");
+  auto store = db::OnlineStore::open((d / "state.db").string());
+  db::OnlineJob row;
+  row.iterations = 10;
+  row.command = {"/bin/true"};
+  const int64_t id = store.submit(row);
+  auto launch = [&](const std::string& node, const std::string& gpus, const std::string& state) {
+    db::OnlineLaunch l;
+    l.job_id = id;
+    l.state = state;
+    db::OnlineProc p;
+    p.node = 0;
+    p.node_name = node;
+    p.gpu_ids = gpus;
+    p.gpus = static_cast<int>(std::count(gpus.begin(), gpus.end(), ',')) + 1;
+    l.procs.push_back(p);
+    store.insert_launch(l);
+  };
+  launch("fast", "0,1", "running");
+  launch("fast", "0", "ended");  // ended launches hold nothing
+  auto cluster = [](std::vector<std::pair<std::string, int>> nodes) {
+    Cluster c;
+    for (const auto& [name, gpus] : nodes) {
+      c.nodes.push_back(Node{});
+      c.nodes.back().name = name;
+      c.nodes.back().gpu_type = "v100";
+      c.nodes.back().gpus = gpus;
+    }
+    return c;
+  };
+  auto error = [&](const Cluster& c) {
+    try {
+      runner::check_live_launches(store, c, "nodes.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(cluster({{"slow", 2}, {"fast", 2}})), "");  // another order is fine
+  EXPECT_NE(error(cluster({{"slow", 4}})).find("nodes.yaml: launch 1 (job 1) still runs on node 'fast', which this "
+                                               "node list lacks"),
+            std::string::npos)
+      << error(cluster({{"slow", 4}}));
+  EXPECT_NE(error(cluster({{"fast", 1}})).find("holds GPU 1 of node 'fast', which has only 1 GPU in this node list"), std::string::npos)
+      << error(cluster({{"fast", 1}}));
+  launch("fast", "1", "stopping");
+  EXPECT_NE(error(cluster({{"fast", 2}})).find("launch 3 (job 1) and launch 1 both hold GPU 1 of node 'fast'"),
+            std::string::npos)
+      << error(cluster({{"fast", 2}}));
   fs::remove_all(d);
 }
 

@@ -6,9 +6,16 @@
 # TRAINER_ARGS (its arguments, one per line), TRAINER_FAIL (exit 3 at once),
 # TRAINER_DIE_AT=N with TRAINER_DIE_ONCE=FILE (once, while FILE does not
 # exist: create it and SIGKILL itself between the commit of its N-th save and
-# the rename).
+# the rename), TRAINER_FAIL_RANK=R (rank R exits 3 after 0.5 s),
+# TRAINER_NO_CKPT (progress lines without the checkpoint they commit),
+# TRAINER_LEAK (leaves a `sleep 300` behind, its pid in $CELLSCHED_PROGRESS.leak).
 set -u
+if [ -n "${TRAINER_LEAK:-}" ] && [ "$RANK" = 0 ]; then
+  sleep 300 &
+  echo $! > "$CELLSCHED_PROGRESS.leak"
+fi
 [ -n "${TRAINER_FAIL:-}" ] && exit 3
+if [ "${TRAINER_FAIL_RANK:-x}" = "$RANK" ]; then sleep 0.5; exit 3; fi
 if [ -n "${TRAINER_ARGS:-}" ]; then
   for a in "$@"; do printf '%s\n' "$a"; done > "$TRAINER_ARGS"
 fi
@@ -32,6 +39,7 @@ while [ "$stop" = 0 ] && [ "$n" -lt "$CELLSCHED_ITERATIONS" ]; do
     # The contract's commit order: checkpoint to OUT.N.tmp, progress line (the
     # commit), rename. A SIGTERM to the group can kill `mv` after or before
     # its rename; the runner finishes a committed rename itself.
+    if [ -n "${TRAINER_NO_CKPT:-}" ]; then echo "iterations=$n" >> "$CELLSCHED_PROGRESS"; continue; fi
     echo $((start + n)) > "$CELLSCHED_CKPT_OUT.$n.tmp" && echo "iterations=$n" >> "$CELLSCHED_PROGRESS" || continue
     if [ "$n" = "${TRAINER_DIE_AT:-}" ] && [ ! -e "$TRAINER_DIE_ONCE" ]; then
       : > "$TRAINER_DIE_ONCE" && kill -KILL $$
