@@ -111,7 +111,9 @@ std::string data_dir() {
 std::string default_throughputs() { return data_dir() + "/gavel/simulation_throughputs.json"; }
 
 std::string count_of(long n, const std::string& noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+  if (n == 1) return "1 " + noun;
+  const bool es = noun.ends_with("ch") || noun.ends_with("sh") || noun.ends_with("s") || noun.ends_with("x");
+  return std::to_string(n) + " " + noun + (es ? "es" : "s");
 }
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -170,9 +172,11 @@ void Table::print(std::ostream& out) const {
   for (const auto& r : rows_) measure(r);
   auto line = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      // First column left-aligned, the rest (numbers) right-aligned.
-      const std::string pad(width[i] - row[i].size(), ' ');
-      out << (i ? "  " : "") << (i == 0 ? row[i] + pad : pad + row[i]);
+      // First column left-aligned, the rest (numbers) right-aligned unless said.
+      const bool left = i == 0 || std::find(left_.begin(), left_.end(), i) != left_.end();
+      const bool last = i + 1 == row.size();
+      const std::string pad(left && last ? 0 : width[i] - row[i].size(), ' ');
+      out << (i ? "  " : "") << (left ? row[i] + pad : pad + row[i]);
     }
     out << "\n";
   };

@@ -93,10 +93,13 @@ class Table {
  public:
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Column `i` left-aligned (the first always is; numbers are right-aligned).
+  void left_align(size_t i) { left_.push_back(i); }
   void print(std::ostream& out) const;
 
  private:
   std::vector<std::string> header_;
+  std::vector<size_t> left_;
   std::vector<std::vector<std::string>> rows_;
 };
 

@@ -85,7 +85,7 @@ nlohmann::json estimate_json(const estimator::Cell& cell, const estimator::Plan&
 void print_estimate(std::ostream& out, const estimator::Cell& cell, const estimator::Plan& plan,
                     const estimator::Estimate& e) {
   out << "cell: " << cell.model << " on " << cell.hosts << " x " << cell.gpus_per_host << " " << cell.gpu_type
-      << ", " << cell.stages << " stage(s); " << plan.micro_batches << " micro-batches of "
+      << ", " << count_of(cell.stages, "stage") << "; " << count_of(plan.micro_batches, "micro-batch") << " of "
       << plan.micro_batch_size << " (global batch " << plan.global_batch() << ")"
       << (plan.recompute ? ", activations recomputed" : "") << "\n";
   Table t({"stage", "layers", "dp", "tp", "fwd ms", "bwd ms", "tp comm ms", "send ms", "sync ms", "optim ms",
@@ -219,7 +219,7 @@ std::vector<std::string> cell_row(const db::CellRecord& r) {
   }
   return {std::to_string(r.hosts * r.gpus_per_host), std::to_string(r.hosts), r.stages ? std::to_string(r.stages) : "auto",
           r.basis, inf ? "-" : fixed(r.iteration_ms, 3), inf ? "-" : fixed(r.samples_per_s, 2),
-          inf ? "-" : fixed(r.memory_gib, 2), p, mb};
+          inf ? "-" : fixed(r.memory_gib, 2), mb, p};
 }
 
 nlohmann::json finite_or_null(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
@@ -249,7 +249,8 @@ int tune_every_cell(const Loaded& l, const Common& c, const tuner::TuneOptions& 
                                 {"tune_seconds", secs}, {"profile_run_id", pid}}.dump(2) << "\n";
     return 0;
   }
-  Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "plan (stage: layers dp x tp)", "mb"});
+  Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "mb", "plan (stage: layers dp x tp)"});
+  t.left_align(8);  // long text last, unpadded: rows stay as wide as their own plan
   for (const auto& r : recs) t.add(cell_row(r));
   t.print(std::cout);
   std::cout << recs.size() << " cells tuned in " << fixed(secs * 1000, 1) << " ms"

@@ -20,7 +20,7 @@ namespace cellsched::cli {
 
 void add_replay_options(po::options_description& opt, ReplayArgs& a) {
   opt.add_options()
-      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, Philly, Tiresias, Crius/Arena, Pollux, Alibaba 2023 pods, own CSV)")
+      ("trace", po::value(&a.trace_path)->required(), "trace file (Gavel TSV, Philly CSV or raw JSON log, Tiresias, Crius/Arena, Pollux, Helios, Alibaba PAI 2020 tasks or 2023 pods, own CSV; see --format)")
       ("format", po::value(&a.format)->default_value("auto"), kTraceFormatHelp)
       ("cluster", po::value(&a.cluster_spec)->required(), "cluster: YAML node list, PAI 2020 machine CSV, Alibaba 2023 node CSV, or shorthand v100:36,p100:36,k80:36")
       ("model-map", po::value(&a.model_map), kModelMapHelp)
@@ -91,7 +91,7 @@ long drop_unrunnable(Trace& trace, const Cluster& cluster, const ThroughputOracl
   const auto first = std::find(bad.begin(), bad.end(), 1) - bad.begin();
   const Job& j = trace.jobs[first];
   const std::string job = "job " + std::to_string(j.id) + " (" + (j.name.empty() ? "" : j.name + ": ") +
-                          (j.model.empty() ? j.job_type : j.model) + ", " + std::to_string(j.gpus) + " GPUs)";
+                          (j.model.empty() ? j.job_type : j.model) + ", " + count_of(j.gpus, "GPU") + ")";
   const std::string total = std::to_string(trace.jobs.size());
   if (!drop)
     fail_input(file, j.line,

@@ -20,7 +20,7 @@ const std::vector<Verb>& verbs() {
       {"schedule", "write the offline schedule of one policy (JSON, CSV, Gantt chart)", cmd_schedule},
       {"sweep", "average JCT against input load over generated traces, with plots", cmd_sweep},
       {"trace", "generate, inspect or convert job traces", cmd_trace},
-      {"cluster", "show a cluster (YAML node list, PAI machine list or shorthand)", cmd_cluster},
+      {"cluster", "show a cluster (YAML node list, PAI machine list, Alibaba 2023 node CSV or shorthand)", cmd_cluster},
       {"gpus", "list the built-in GPU catalogue", cmd_gpus},
       {"db", "list and show stored runs", cmd_db},
       {"profile", "profile a model's compute per layer and communication per collective", cmd_profile_via_helper},

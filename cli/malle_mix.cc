@@ -35,7 +35,8 @@ std::string g(double v) {
 double number_in(const Ctx& c, std::string_view field, const std::string& what, double lo, double hi) {
   const auto v = detail::to_double(field);
   if (!v || *v < lo || *v > hi)
-    c.fail(what + " must be a number in [" + g(lo) + ", " + g(hi) + "], got '" + std::string(trim(field)) + "'");
+    c.fail(what + " must be a number in [" + g(lo) + ", " + (hi == 9007199254740992.0 ? std::string("2^53") : g(hi)) +
+           "], got '" + std::string(trim(field)) + "'");
   return *v;
 }
 

@@ -235,9 +235,9 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
     std::cout << summary.dump(2) << "\n";
     return 0;
   }
-  std::cout << "host mode: primary " << in.trace.name << " (" << primary.size() << " jobs, FCFS + EASY, walltime x"
+  std::cout << "host mode: primary " << in.trace.name << " (" << count_of(static_cast<long>(primary.size()), "job") << ", FCFS + EASY, walltime x"
             << num(ha.walltime_factor) << ") on " << count_of(static_cast<long>(in.cluster.nodes.size()), "node") << " of "
-            << in.cluster.nodes.front().gpus << " GPUs; " << mix.size() << " malleable jobs; grace " << num(ha.grace_s)
+            << count_of(in.cluster.nodes.front().gpus, "GPU") << "; " << count_of(static_cast<long>(mix.size()), "malleable job") << "; grace " << num(ha.grace_s)
             << " s, reclaim " << ha.reclaim << "\n\n";
   Table t({"policy", "malleable thr (node-eq)", "idle used %", "done", "JCT mean h", "rescales", "claims", "lost %",
            "primary delay max s", "decide p99 ms"});

@@ -103,7 +103,7 @@ int cmd_schedule(const std::vector<std::string>& args) {
   std::set<int64_t> forked;
   for (const ScheduleEntry& e : schedule.entries)
     if (e.copy > 0) forked.insert(e.job_id);
-  std::cout << "schedule of " << in.trace.name << " (" << in.trace.jobs.size() << " jobs"
+  std::cout << "schedule of " << in.trace.name << " (" << count_of(static_cast<long>(in.trace.jobs.size()), "job")
             << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << ") on "
             << in.cluster.name << " under " << policy->name() << ": " << schedule.rounds.size()
             << " rounds, " << schedule.entries.size() << " placements, " << forked.size()

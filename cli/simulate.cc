@@ -61,7 +61,7 @@ std::vector<RunRecord> run_policies(const std::vector<std::unique_ptr<Policy>>& 
 void print_simulation(const std::vector<RunRecord>& runs, const ReplayInputs& in, const ReplayArgs& ra,
                       const std::string& stored_in) {
   const SimOptions& so = in.options;
-  std::cout << "trace " << in.trace.name << " (" << in.trace.jobs.size() << " jobs, " << in.trace.format
+  std::cout << "trace " << in.trace.name << " (" << count_of(static_cast<long>(in.trace.jobs.size()), "job") << ", " << in.trace.format
             << (ra.drop_unrunnable ? ", " + std::to_string(in.dropped) + " unrunnable dropped" : "") << "), cluster "
             << in.cluster.name << " (" << in.cluster.total_gpus() << " GPUs on "
             << count_of(static_cast<long>(in.cluster.nodes.size()), "node") << "), round " << so.round_s << " s, restart " << so.restart_s << " s\n\n";

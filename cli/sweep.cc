@@ -198,7 +198,7 @@ void add_sweep_options(po::options_description& opt, SweepArgs& a) {
       ("jobs", po::value(&a.jobs)->default_value(500), "jobs per generated trace")
       ("seed", seed_value(&a.seed), "trace generator seed (the same at every rate)")
       ("policy", po::value(&a.policies)->default_value(all_policies()), "comma-separated policies")
-      ("cluster", po::value(&a.cluster)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, or shorthand")
+      ("cluster", po::value(&a.cluster)->default_value("v100:36,p100:36,k80:36"), "cluster: YAML node list, PAI machine CSV, Alibaba 2023 node CSV, or shorthand")
       ("throughputs", po::value(&a.throughputs)->default_value(default_throughputs()), "measured throughput table (Gavel JSON)")
       ("reference-gpu", po::value(&a.reference_gpu)->default_value("v100"), "GPU type whose throughput turns durations into iterations")
       ("round", po::value(&a.round_s)->default_value(360), "round length, seconds")

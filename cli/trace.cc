@@ -69,7 +69,7 @@ int trace_generate(const std::vector<std::string>& args) {
   g.reference_gpu = reference_gpu_flag(g.reference_gpu);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
   write_csv(generate_trace(table, g), out);
-  if (out != "-") std::cerr << "wrote " << g.jobs << " jobs to " << out << "\n";
+  if (out != "-") std::cerr << "wrote " << count_of(static_cast<long>(g.jobs), "job") << " to " << out << "\n";
   return 0;
 }
 
@@ -177,7 +177,7 @@ int trace_convert(const std::vector<std::string>& args) {
   ThroughputTable table;
   const Trace trace = read(r, table);
   write_csv(trace, out);
-  if (out != "-") std::cerr << "wrote " << trace.jobs.size() << " jobs to " << out << "\n";
+  if (out != "-") std::cerr << "wrote " << count_of(static_cast<long>(trace.jobs.size()), "job") << " to " << out << "\n";
   return 0;
 }
 

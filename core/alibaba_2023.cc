@@ -33,8 +33,11 @@ std::string alibaba_gpu(const Ctx& c, const std::string& name,
   static const std::map<std::string, std::string> defaults = {
       {"T4", "t4"}, {"P100", "p100"}, {"V100M16", "v100"}, {"V100M32", "v100-32"}, {"A10", "a10"}};
   if (auto it = defaults.find(name); it != defaults.end()) return canonical_gpu_name(it->second);
-  c.fail("unknown GPU model '" + name + "' (known: A10, P100, T4, V100M16, V100M32; G2 and G3 " +
-         "are undisclosed types: map them with --gpu-map " + name + "=TYPE)");
+  if (name == "G2" || name == "G3")
+    c.fail("GPU model '" + name + "' is one Alibaba does not disclose: map it onto a catalogue type with --gpu-map " +
+           name + "=TYPE");
+  c.fail("unknown GPU model '" + name + "' (known: A10, P100, T4, V100M16, V100M32, and G2 and G3 with --gpu-map; " +
+         "map others with --gpu-map " + name + "=TYPE)");
 }
 
 }  // namespace

@@ -123,8 +123,13 @@ void read_philly_raw(const std::string& path, std::string_view text,
     try {
       o = json::parse(text.substr(sp.begin, sp.end - sp.begin));
     } catch (const json::parse_error& e) {
+      // The parser's own reason, without its "[json.exception...] parse
+      // error at line 1, column N:" prefix (that line is the object's, not the file's).
+      std::string why = e.what();
+      if (const auto colon = why.find(": "); why.rfind("[json.exception", 0) == 0 && colon != std::string::npos)
+        why = why.substr(colon + 2);
       fail_input(path, line_at(sp.begin + std::min<size_t>(e.byte ? e.byte - 1 : 0, sp.end - sp.begin)),
-                 std::string("bad JSON: ") + e.what());
+                 "bad JSON: " + why);
     } catch (const json::exception& e) {  // e.g. a number too large for a double
       fail_input(path, line, std::string("bad JSON: ") + e.what());
     }

@@ -15,6 +15,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/gpu.h"
 #include "core/parse_util.h"
 #include "core/trace_read.h"
 
@@ -96,7 +97,7 @@ void read_gavel(const std::string& path, const std::vector<std::string_view>& li
       // scale_factor priority_weight SLO arrival
       j.total_iterations = c.positive(f[5], "total_steps");
       j.gpus = c.positive_int(f[6], "scale_factor");
-      j.weight = c.positive(f[7], "priority_weight");
+      j.weight = c.number(f[7], "priority_weight");  // range: check_job
       const double slo = c.number(f[8], "SLO");
       j.arrival_s = c.non_negative(f[9], "arrival_time");
       if (slo >= 0) {
@@ -285,7 +286,7 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     j.batch_size = blank(f[4]) ? batch : c.non_negative_int(f[4], "batch_size");
     j.total_iterations = c.positive(f[5], "iterations");
     j.gpus = c.positive_int(f[6], "gpus");
-    j.weight = blank(f[7]) ? 1.0 : c.positive(f[7], "weight");
+    j.weight = blank(f[7]) ? 1.0 : c.number(f[7], "weight");  // range: check_job
     j.deadline_s = blank(f[8]) ? -1.0 : c.number(f[8], "deadline_s");
     if (j.deadline_s < 0) j.deadline_s = -1;
     j.duration_hint_s = blank(f[9]) ? -1.0 : c.number(f[9], "duration_s");
@@ -294,8 +295,14 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     if (f.size() > 11) {
       j.name = f[11];
       if (!blank(j.name)) names.add(path, line_no, j.name);
-      for (std::string_view g : detail::split(f[12], '|'))
-        if (!trim(g).empty()) j.gpu_types.emplace_back(trim(g));
+      for (std::string_view g : detail::split(f[12], '|')) {
+        if (trim(g).empty()) continue;
+        try {  // the catalogue's name, as the cluster's nodes carry it
+          j.gpu_types.push_back(canonical_gpu_name(trim(g)));
+        } catch (const InputError& e) {
+          c.fail("gpu_types: " + std::string(e.what()));
+        }
+      }
     }
     c.add(std::move(j), t);
   }

@@ -38,7 +38,7 @@ std::vector<MeasuredCell> load_measured_cells(const std::string& path) {
     m.hosts = c.positive_int(f[4], "hosts");
     m.gpus_per_host = c.positive_int(f[5], "gpus_per_host");
     if (static_cast<long>(m.hosts) * m.gpus_per_host > 1000000) c.fail("too many GPUs");
-    m.iter_time_s = c.positive(f[6], "iter_time_s");
+    m.iter_time_s = c.number(f[6], "iter_time_s");
     if (!(m.iter_time_s >= 1e-6 && m.iter_time_s < 1e6))  // 1e308: a job that never ends
       c.fail("iter_time_s must be a number of seconds in [1e-6, 1e6), got " + c.quoted(f[6]));
     const auto key = std::make_tuple(m.model, m.batch, m.precision, m.gpu_type, m.hosts,

@@ -64,6 +64,12 @@ TEST(TraceDuplicates, EveryFormatWithIdsNamesBothLines) {
   const std::string names = d.write("n.csv", h + ",name,gpu_types\n0,0,LM (batch size 5),,,10,1,,,,,a,\n"
                                                  "1,0,LM (batch size 5),,,10,1,,,,,b,\n2,0,LM (batch size 5),,,10,1,,,,,a,\n");
   EXPECT_INPUT_ERROR_PREFIX(load(names), names + ":4: duplicate name 'a' (first on line 2)");
+  // gpu_types names catalogue types; aliases are read as the catalogue's name.
+  const std::string types = d.write("t.csv", h + ",name,gpu_types\n0,0,LM (batch size 5),,,10,1,,,,,a,V100|k80\n"
+                                                 "1,0,LM (batch size 5),,,10,1,,,,,b,v100|zz\n");
+  EXPECT_INPUT_ERROR_PREFIX(load(types), types + ":3: gpu_types: unknown GPU type 'zz'");
+  const std::string good = d.write("g.csv", h + ",name,gpu_types\n0,0,LM (batch size 5),,,10,1,,,,,a,V100|k80\n");
+  EXPECT_EQ(load(good).jobs.at(0).gpu_types, (std::vector<std::string>{"v100", "k80"}));
   // Blank ids stay allowed (the id column is renumbered anyway).
   EXPECT_EQ(load(d.write("blank.csv", h + "\n,0,LM (batch size 5),,,10,1,,,,\n,0,LM (batch size 5),,,10,1,,,,\n")).jobs.size(), 2u);
   // Philly's raw log: the second object with the jobid, named at the line it starts on.

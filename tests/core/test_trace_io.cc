@@ -164,7 +164,7 @@ TEST(TraceGavel, BadLines) {
       {"A3C\tpython3\trl\t--max-steps\t0\t0\t1\t1\t-1\t0", "total_steps must be positive"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t0\t1\t-1\t0", "scale_factor must be a positive"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1.5\t1\t-1\t0", "scale_factor must be an integer"},
-      {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t0\t-1\t0", "priority_weight must be positive"},
+      {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t0\t-1\t0", "the priority weight must be in [1e-6, 1e6], got 0"},
       // Weights so far apart overflow hadar's utilities or stop Gavel's LP.
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1e308\t-1\t0", "priority weight must be in [1e-6, 1e6]"},
       {"A3C\tpython3\trl\t--max-steps\t0\t10\t1\t1e-20\t-1\t0", "priority weight must be in [1e-6, 1e6]"},
@@ -430,7 +430,7 @@ TEST(TraceCsv, BadLines) {
       {"1,abc,A3C,,,100,1,1,,,", "arrival_s must be a number"},
       {"1,-3,A3C,,,100,1,1,,,", "arrival_s must not be negative"},
       {"1,0,,,,100,1,1,,,", "empty job_type"},
-      {"1,0,A3C,,,100,1,0,,,", "weight must be positive"},
+      {"1,0,A3C,,,100,1,0,,,", "the priority weight must be in [1e-6, 1e6], got 0"},
       {"x,0,A3C,,,100,1,1,,,", "id must be an integer"},
       {"1,0,A3C,,,100,1,1,soon,,", "deadline_s must be a number"},
   };

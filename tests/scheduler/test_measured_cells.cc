@@ -111,7 +111,7 @@ TEST(MeasuredCells, BadRowsNameFileAndLine) {
       {"m,8,amp,z9000,1,1,0.5", "unknown gpu_type 'z9000'"},
       {"m,8,amp,a40,0,1,0.5", "hosts must be a positive integer"},
       {"m,8,amp,a40,1,x,0.5", "gpus_per_host must be an integer"},
-      {"m,8,amp,a40,1,1,0", "iter_time_s must be positive"},
+      {"m,8,amp,a40,1,1,0", "iter_time_s must be a number of seconds in [1e-6, 1e6), got"},
       {"m,8,amp,a40,1,1,nan", "iter_time_s must be a number"},
       {"m,8,amp,a40,1,1,1e309", "iter_time_s must be a number"},
       {"m,8,amp,a40,1,1,1e308", "iter_time_s must be a number of seconds in [1e-6, 1e6)"},
