@@ -21,6 +21,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/parse_util.h"
 
 extern char** environ;
 
@@ -146,9 +147,12 @@ namespace {
 struct Blocks {
   std::vector<std::string> titles;
   std::vector<int> index;
+  std::vector<std::string> policies;  // each block's policy (its colour)
 };
 
-// CDF of JCT: (hours, fraction of finished jobs), one block per run.
+// CDF of JCT: (hours, fraction of all the run's jobs), one block per run. A
+// run that left jobs unfinished tops out below 1 and says how many it did: a
+// curve scaled to the finished jobs alone would hide its slowest ones.
 Blocks write_cdf_data(const std::vector<RunRecord>& runs, const fs::path& dat) {
   Blocks b;
   std::ofstream f = open_out(dat);
@@ -158,41 +162,62 @@ Blocks write_cdf_data(const std::vector<RunRecord>& runs, const fs::path& dat) {
       if (j.finished()) h.push_back(std::max(j.jct_s(), 1.0) / 3600.0);  // log axis: >= 1 s
     if (h.empty()) continue;
     std::sort(h.begin(), h.end());
-    f << "# " << r.policy << ": JCT hours, fraction of finished jobs\n";
+    const double all = static_cast<double>(r.jobs.size());
+    f << "# " << r.policy << ": JCT hours, fraction of all " << r.jobs.size() << " jobs\n";
     f << h.front() << " 0\n";
-    for (size_t i = 0; i < h.size(); ++i)
-      f << h[i] << " " << static_cast<double>(i + 1) / static_cast<double>(h.size()) << "\n";
+    for (size_t i = 0; i < h.size(); ++i) f << h[i] << " " << static_cast<double>(i + 1) / all << "\n";
     f << "\n\n";
     b.index.push_back(static_cast<int>(b.titles.size()));
-    b.titles.push_back(r.policy);
+    b.titles.push_back(h.size() == r.jobs.size() ? r.policy
+                                                 : r.policy + " (" + std::to_string(h.size()) + " of " +
+                                                       std::to_string(r.jobs.size()) + " done)");
+    b.policies.push_back(r.policy);
   }
   close_out(f, dat);
   return b;
 }
 
-// Utilization: (hours, busy / total), averaged over buckets of rounds.
+// Utilization: (hours, busy / total), each point the time-weighted mean of a
+// bucket of samples. A sample holds until the next one (the engine records
+// an idle gap as a sample of 0 GPUs); the last holds for one round.
 Blocks write_utilization_data(const std::vector<RunRecord>& runs, const fs::path& dat) {
   Blocks b;
   std::ofstream f = open_out(dat);
   for (const RunRecord& r : runs) {
     const auto& u = r.utilization;
     if (u.empty() || r.cluster_gpus <= 0) continue;
-    const size_t k = (u.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;  // rounds per point
-    f << "# " << r.policy << ": hours, busy GPUs / " << r.cluster_gpus << " (mean of " << k
-      << " rounds a point)\n";
+    const auto round = r.params.find("round_s");
+    const double last = round == r.params.end() ? 0 : detail::to_double(round->second).value_or(0);
+    const auto lasts = [&](size_t j) { return j + 1 < u.size() ? u[j + 1].t_s - u[j].t_s : last; };
+    const size_t k = (u.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;  // samples per point
+    f << "# " << r.policy << ": hours, busy GPUs / " << r.cluster_gpus << " (time-weighted mean of " << k
+      << " samples a point)\n";
     for (size_t i = 0; i < u.size(); i += k) {
       const size_t end = std::min(u.size(), i + k);
-      double busy = 0;
-      for (size_t j = i; j < end; ++j) busy += u[j].busy_gpus;
-      busy /= static_cast<double>(end - i);
+      double busy = 0, span = 0;
+      for (size_t j = i; j < end; ++j) busy += u[j].busy_gpus * lasts(j), span += lasts(j);
+      busy = span > 0 ? busy / span : u[i].busy_gpus;
       f << u[i].t_s / 3600.0 << " " << busy / r.cluster_gpus << "\n";
     }
     f << "\n\n";
     b.index.push_back(static_cast<int>(b.titles.size()));
     b.titles.push_back(r.policy);
+    b.policies.push_back(r.policy);
   }
   close_out(f, dat);
   return b;
+}
+
+// One colour per policy in every figure (gnuplot's default eight repeat, and
+// follow the order of --policy); others take the rest of the palette in turn.
+std::string policy_colour(const std::string& policy, size_t i) {
+  static const std::map<std::string, std::string> fixed_colours = {
+      {"fifo", "#1b9e77"},   {"yarn-cs", "#d95f02"},        {"tiresias", "#7570b3"},
+      {"gavel", "#e7298a"},  {"gavel-makespan", "#66a61e"}, {"hadar", "#1f78b4"},
+      {"hadare", "#e31a1c"}, {"crius", "#a6761d"},          {"hadar-design", "#666666"}};
+  static const char* const others[] = {"#000000", "#17becf", "#bcbd22", "#8c564b", "#ff7f0e", "#9467bd"};
+  const auto it = fixed_colours.find(policy);
+  return it != fixed_colours.end() ? it->second : others[i % std::size(others)];
 }
 
 // The plot command of one file's blocks. Lines drawn later are thinner and
@@ -203,8 +228,8 @@ std::string plot_command(const fs::path& dat, const Blocks& b, const char* style
   for (size_t i = 0; i < b.index.size(); ++i) {
     const double lw = std::max(0.8, 3.0 - 0.35 * static_cast<double>(i));
     s += (i ? ", \\\n     " : "plot ") + quote(dat.string()) + " index " + std::to_string(b.index[i]) +
-         " using 1:2 " + style + " lw " + fixed(lw, 2) + " dt " + std::to_string(i % 5 + 1) + " title " +
-         quote(b.titles[i]);
+         " using 1:2 " + style + " lw " + fixed(lw, 2) + " dt " + std::to_string(i % 5 + 1) + " lc rgb " +
+         quote(policy_colour(b.policies[i], i)) + " title " + quote(b.titles[i]);
   }
   return s.empty() ? std::string("plot NaN notitle") : s;
 }
@@ -222,7 +247,7 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
     f << kTerminal;
     f << "set output " << quote((d / "jct_cdf.png").string()) << "\n"
       << "set title 'CDF of job completion time'\n"
-      << "set xlabel 'JCT (hours, log scale)'\nset ylabel 'fraction of finished jobs'\n"
+      << "set xlabel 'JCT (hours, log scale)'\nset ylabel 'fraction of jobs finished'\n"
       << "set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n";
     if (cdf.index.empty())
       f << "set xrange [0.1:10]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n";
@@ -282,8 +307,11 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
         << "plot NaN notitle\n";
     } else {
       for (size_t i = 0; i < blocks.size(); ++i) {
+        // Later lines thinner, dashed and with their own marks: coinciding curves stay visible.
         f << (i ? ", \\\n     " : "plot ") << quote(dat.string()) << " index " << blocks[i]
-          << " using 1:2 with linespoints lw 2 pt 7 title " << quote(titles[i]);
+          << " using 1:2 with linespoints lw " << fixed(std::max(0.8, 3.0 - 0.35 * static_cast<double>(i)), 2)
+          << " dt " << (i % 5 + 1) << " pt " << (i % 13 + 1) << " lc rgb " << quote(policy_colour(titles[i], i))
+          << " title " << quote(titles[i]);
       }
       f << "\n";
     }
@@ -305,7 +333,12 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
     first_row[n.name] = rows;
     rows += n.gpus;
   }
-  // One data block per job type (legend entries), in order of first appearance.
+  // One data block per job type (legend entries). A type's colour is its rank
+  // among all the trace's job types, so it is the same in every policy's chart.
+  std::vector<std::string> all_types;
+  for (const auto& [id, type] : job_types) all_types.push_back(type.empty() ? "other" : type);
+  std::sort(all_types.begin(), all_types.end());
+  all_types.erase(std::unique(all_types.begin(), all_types.end()), all_types.end());
   std::vector<std::string> types;
   std::map<std::string, std::ostringstream> blocks;
   for (const ScheduleEntry& e : schedule.entries) {
@@ -317,6 +350,11 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
     const double mid = (e.start_s + e.end_s) / 2 / 3600, half = (e.end_s - e.start_s) / 2 / 3600;
     for (int g : e.gpu_indices) blocks[type] << mid << " " << rows - 1 - (it->second + g) << " " << half << "\n";
   }
+  std::sort(types.begin(), types.end());
+  const auto colour_index = [&](const std::string& type) {
+    const auto at = std::lower_bound(all_types.begin(), all_types.end(), type);
+    return at != all_types.end() && *at == type ? static_cast<size_t>(at - all_types.begin()) : all_types.size();
+  };
   const fs::path dat = d / "gantt.dat";
   auto f = open_out(dat);
   f << "# x_center_h y_row half_width_h; one block per job type\n";
@@ -325,10 +363,13 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
   const fs::path png = d / "gantt.png", gp = d / "gantt.gp";
   auto s = open_out(gp);
   const int height = std::clamp(120 + rows * 6, 480, 2400);
-  // Twelve distinguishable colours (ColorBrewer Paired); past twelve types the
-  // colours repeat with a hatch pattern.
+  // Twenty distinguishable colours (ColorBrewer Paired, then Dark2 and a few
+  // more); past twenty types the colours repeat with a hatch pattern.
   static const char* const colours[] = {"#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a", "#b15928",
-                                        "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#ffff99"};
+                                        "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#e7298a",
+                                        "#1b9e77", "#7570b3", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+                                        "#17becf", "#000000"};
+  constexpr size_t kColours = std::size(colours);
   s << "set terminal pngcairo noenhanced size 1400," << height << " font 'sans,10'\n"
     << "set output " << quote(png.string()) << "\n"
     << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster + " (colour: job type)") << "\n"
@@ -336,26 +377,29 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
     << "set key outside right top vertical Left reverse noautotitle font 'sans,8'\n"
     << "set yrange [-0.5:" << rows - 0.5 << "]\nset grid xtics\n";
   // Node labels at the middle of each node's rows, when there are few enough.
-  if (cluster.nodes.size() <= 64) {
+  // (past 64 nodes, every k-th node's, so that at most 64 labels show).
+  {
+    const size_t k = (cluster.nodes.size() + 63) / 64;
     s << "set ytics (";
-    for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    for (size_t i = 0; i < cluster.nodes.size(); i += k) {
       const Node& n = cluster.nodes[i];
       s << (i ? ", " : "") << quote(n.name + " (" + n.gpu_type + ")") << " "
         << rows - 1 - first_row[n.name] - (n.gpus - 1) / 2.0;
     }
-    s << ")\n";
-  } else {
-    s << "unset ytics\n";
+    s << ")" << (k > 1 ? " font 'sans,7'" : "") << "\n";
   }
   if (types.empty()) {
     s << "set xrange [0:1]\nset label 1 'nothing was placed' at graph 0.5,0.5 center\nplot NaN notitle\n";
   } else {
-    for (size_t i = 0; i < types.size(); ++i)
+    // A thin white border parts the boxes of two jobs that touch.
+    for (size_t i = 0; i < types.size(); ++i) {
+      const size_t c = colour_index(types[i]);
       s << (i ? ", \\\n     " : "plot ") << quote(dat.string()) << " index " << i
-        << " using 1:2:3:(0.4) with boxxyerror fillstyle "
-        << (i < 12 ? std::string("solid 0.9") : "pattern " + std::to_string((i / 12 - 1) % 7 + 1))
-        << " noborder lc rgb '" << colours[i % 12]
-        << "' title " << quote(printable(types[i]));
+        << " using 1:2:3:(0.45) with boxxyerror fillstyle "
+        << (c < kColours ? std::string("solid 0.9") : "pattern " + std::to_string((c / kColours - 1) % 7 + 1))
+        << " border lc rgb '#ffffff' lw 0.6 lc rgb '" << colours[c % kColours] << "' title "
+        << quote(printable(types[i]));
+    }
     s << "\n";
   }
   close_out(s, gp);

@@ -137,10 +137,14 @@ void write_run_files(const std::vector<RunRecord>& runs, const std::string& dir)
     // One header for every run (the union of their metrics, in first-seen
     // order): a cell is empty where a run has no such metric, or where it is
     // not defined (no JCT with no job done), as the JSON's null.
+    // The bound's two columns are always there (empty with --no-bound or when
+    // jobs are left unfinished), so files of different runs line up.
     std::vector<std::string> columns;
     for (const RunRecord& r : runs)
       for (const auto& kv : metric_pairs(r.metrics))
         if (std::find(columns.begin(), columns.end(), kv.first) == columns.end()) columns.push_back(kv.first);
+    for (const char* always : {"ttd_bound_s", "ttd_over_bound"})
+      if (std::find(columns.begin(), columns.end(), always) == columns.end()) columns.push_back(always);
     auto f = open_out(d / "summary.csv");
     f << "policy";
     for (const std::string& c : columns) f << "," << c;
@@ -162,7 +166,7 @@ void write_run_files(const std::vector<RunRecord>& runs, const std::string& dir)
     auto util = open_out(d / ("utilization-" + r.policy + ".csv"));
     util << "t_s,busy_gpus,total_gpus\n";
     for (const UtilizationPoint& p : r.utilization)
-      util << p.t_s << "," << p.busy_gpus << "," << r.cluster_gpus << "\n";
+      util << fixed(p.t_s, 3) << "," << p.busy_gpus << "," << r.cluster_gpus << "\n";  // every digit of the time
   }
 }
 

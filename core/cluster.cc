@@ -200,6 +200,9 @@ Cluster load_cluster_yaml(const std::string& path) {
 
 Cluster load_pai_machines(const std::string& path, const std::string& misc_type) {
   std::string misc;
+  if (!misc_type.empty() && !find_gpu(misc_type))
+    fail_input(path, 0, "--gpu-map maps 'MISC' onto '" + misc_type +
+                            "', which is not in the GPU catalogue (cellsched gpus)");
   if (!misc_type.empty()) misc = canonical_gpu_name(misc_type);
   const std::string text = detail::read_file(path);
   Cluster c;
@@ -258,7 +261,9 @@ Cluster load_cluster(const std::string& spec_or_path,
     std::string first;
     std::getline(in, first);
     if (is_alibaba_node_header(first)) return load_alibaba_nodes(s, gpu_map);
-    return load_pai_machines(s);
+    // PAI's unnamed MISC machines, as --gpu-map MISC=TYPE says (skipped without it).
+    const auto misc = gpu_map.find("MISC");
+    return load_pai_machines(s, misc == gpu_map.end() ? std::string() : misc->second);
   }
   std::error_code ec;
   if (s.find(':') != std::string::npos && s.find('/') == std::string::npos &&

@@ -9,7 +9,7 @@
 namespace cellsched {
 
 RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,
-                           const std::vector<double>& decision_ms, long rounds, double wall_s) {
+                           const std::vector<double>& decision_ms, long rounds, double wall_s, double end_s) {
   RunMetrics m;
   m.jobs = static_cast<long>(jobs.size());
   std::vector<double> jct, queue;
@@ -35,7 +35,9 @@ RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,
   m.queue_p95_s = percentile(queue, 95);
   m.queue_p99_s = percentile(queue, 99);
   if (!jct.empty()) m.ttd_s = std::max(0.0, last_completion - first_arrival);
-  if (m.ttd_s > 0 && total_gpus > 0) m.cru = gpu_seconds / (total_gpus * m.ttd_s);
+  double span = m.ttd_s;
+  if (m.completed < m.jobs && end_s > first_arrival) span = std::max(span, end_s - first_arrival);
+  if (m.ttd_s > 0 && total_gpus > 0) m.cru = gpu_seconds / (total_gpus * span);
   m.decision_mean_ms = mean(decision_ms);
   m.decision_p99_ms = percentile(decision_ms, 99);
   m.decision_max_ms =

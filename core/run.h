@@ -30,7 +30,7 @@ struct RunMetrics {
   double jct_mean_s = 0, jct_median_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_mean_s = 0, queue_median_s = 0, queue_p95_s = 0, queue_p99_s = 0;
   double ttd_s = 0;        // last completion - first arrival (makespan)
-  double cru = 0;          // allocated GPU-seconds / (GPUs x TTD)
+  double cru = 0;          // allocated GPU-seconds / (GPUs x TTD, or the run's span if longer with jobs unfinished)
   double decision_mean_ms = 0, decision_p99_ms = 0, decision_max_ms = 0;
   long rounds = 0;
   double wall_s = 0;       // wall time of the whole run
@@ -38,9 +38,13 @@ struct RunMetrics {
 };
 
 // Computes every metric from per-job results. TTD and JCT use finished jobs;
-// CRU uses all allocated GPU-seconds.
+// CRU uses all allocated GPU-seconds, over the TTD or, when some job is left
+// unfinished, over the span up to `end_s` (when the run stopped) if that is
+// longer: GPU time after the last completion counts in both numerator and
+// denominator, so CRU stays a share (it read 1.97 under --horizon).
 RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,
-                           const std::vector<double>& decision_ms, long rounds, double wall_s);
+                           const std::vector<double>& decision_ms, long rounds, double wall_s,
+                           double end_s = -1);
 
 // Flat (name, value) view and back, for storage and JSON.
 std::vector<std::pair<std::string, double>> metric_pairs(const RunMetrics& m);

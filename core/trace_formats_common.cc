@@ -74,6 +74,11 @@ bool header_is(std::string_view line, std::string_view columns) {
   return true;
 }
 
+std::string scale_note(int asked, int given) {
+  return "GPUs " + std::to_string(asked) + " -> " + std::to_string(given) +
+         " (the largest scale factor measured at or below it; the work shrinks with it)";
+}
+
 void count_note(Trace& t, const std::string& what, long n) {
   for (auto& [w, c] : t.import_notes)
     if (w == what) {
@@ -197,7 +202,7 @@ double TypeDraw::assign(const Ctx& c, int gpus, double duration_s, Job& j, Trace
     c.fail("no job type is measured at " + std::to_string(gpus) + " GPU(s) or fewer on '" +
            options_.reference_gpu + "'");
   --it;
-  if (it->first < gpus) count_note(t, "GPUs capped to the table's largest scale factor");
+  if (it->first < gpus) count_note(t, scale_note(gpus, it->first));
   j.gpus = it->first;
   j.job_type = it->second[rng_.below(it->second.size())];
   auto [model, batch] = split_job_type(j.job_type);

@@ -190,6 +190,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
              options.reference_gpu + "'");
     --it;
     const int sf = it->first;
+    if (sf < num_gpus) detail::count_note(t, detail::scale_note(num_gpus, sf));
     const auto& types = it->second;
     Job j;
     j.job_type = types[rng.below(types.size())];

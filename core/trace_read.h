@@ -93,6 +93,9 @@ bool header_is(std::string_view line, std::string_view columns);
 // Counts of what an import read and left out, in first-seen order, for
 // `trace inspect` (Trace::import_notes).
 void count_note(Trace& t, const std::string& what, long n = 1);
+// The import note of a job asking `asked` GPUs that a throughput table sizes at
+// `given` (its largest scale factor at or below: 3 -> 2, 16 -> 8).
+std::string scale_note(int asked, int given);
 
 // Steps/s of `job_type` at `gpus` on `gpu` in the table: the measured entry,
 // else the largest measured scale factor below, scaled linearly; 0 if none.

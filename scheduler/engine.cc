@@ -292,7 +292,13 @@ RunRecord Simulation::run() {
     busy_ = 0;
     progressing_ = false;
     for (size_t i = 0; i < active_.size(); ++i) advance(*active_[i], out_[i]);
-    if (options_.record_utilization) run_.utilization.push_back({t_, busy_});
+    if (options_.record_utilization) {
+      auto& u = run_.utilization;
+      // Nothing ran between the last round and this one (the clock jumped to
+      // an arrival): the GPUs were idle from that round's end.
+      if (!u.empty() && t_ > u.back().t_s + options_.round_s) u.push_back({u.back().t_s + options_.round_s, 0});
+      u.push_back({t_, busy_});
+    }
     ++rounds_;
     std::erase_if(active_, [](const JobState* s) { return s->remaining <= 0; });
     if (options_.progress) options_.progress(t_, finished_, static_cast<long>(n_));
@@ -435,7 +441,7 @@ RunRecord Simulation::finish() {
     results_[i].restarts = states_[i].restarts;
   }
   run_.jobs = std::move(results_);
-  run_.metrics = compute_metrics(run_.jobs, total_gpus_, decision_ms_, rounds_, seconds_since(wall_start_));
+  run_.metrics = compute_metrics(run_.jobs, total_gpus_, decision_ms_, rounds_, seconds_since(wall_start_), t_);
   if (options_.replay_failures) {
     run_.params["replay_failures"] = "1";
     run_.metrics.extra["failed_attempts"] = failed_attempts_;

@@ -810,13 +810,16 @@ TEST_F(Cli, UnfinishedRunsWarnAndSummaryCsvKeepsItsColumns) {
   const std::string three = write("three.csv", run({"trace", "generate", "--jobs", "3"}).out);
   const fs::path early = dir_ / "early";
   r = run({"simulate", "--trace", three, "--cluster", "v100:8", "--policy", "fifo,hadar", "--no-db", "--horizon",
-           "1", "--out", early.string()});
+           "1", "--no-bound", "--out", early.string()});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find("warning:"), std::string::npos) << "a --horizon stop is asked for: " << r.err;
   for (const fs::path& d : {out, early}) {
     std::ifstream f(d / "summary.csv");
     std::string header, row;
     ASSERT_TRUE(std::getline(f, header));
+    // The bound's columns are there whether or not a bound was computed (runs' files line up).
+    EXPECT_NE(header.find(",ttd_bound_s,"), std::string::npos) << header;
+    EXPECT_NE(header.find("ttd_over_bound"), std::string::npos) << header;
     const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
     int rows = 0;
     while (std::getline(f, row)) {

@@ -236,6 +236,12 @@ TEST(ClusterPai, MiscMachinesTakeTheGivenType) {
 TEST(ClusterPai, LoadClusterDispatchesCsv) {
   const Cluster c = load_cluster(shared_data("alibaba_pai_2020/pai_machine_spec.csv"));
   EXPECT_EQ(c.total_gpus(), 4502);
+  // --gpu-map MISC=TYPE reaches the machine list (it was ignored there).
+  const std::string path = shared_data("alibaba_pai_2020/pai_machine_spec.csv");
+  EXPECT_EQ(load_cluster(path, {{"MISC", "p100"}}).total_gpus(), 4502 + 2240);
+  EXPECT_NE(input_error([&] { load_cluster(path, {{"MISC", "nonsense"}}); })
+                .find("--gpu-map maps 'MISC' onto 'nonsense', which is not in the GPU catalogue"),
+            std::string::npos);
 }
 
 TEST(ClusterPai, BadLines) {

@@ -56,6 +56,18 @@ TEST(ComputeMetrics, FirstArrivalOverAllJobs) {
   EXPECT_DOUBLE_EQ(m.decision_max_ms, 0);
 }
 
+// A run stopped (--horizon) with a job still training: its GPU time after
+// the last completion counts over the span up to the stop, so CRU stays a
+// share (it read 1.97 under --horizon 1800 on Gavel's physical trace).
+TEST(ComputeMetrics, UnfinishedJobsCountOverTheRunsSpan) {
+  const std::vector<JobResult> jobs = {job(0, 0, 0, 100, 100), job(1, 0, 0, -1, 1000, 4)};
+  const RunMetrics m = compute_metrics(jobs, 5, {}, 0, 0, 250);
+  EXPECT_DOUBLE_EQ(m.ttd_s, 100);
+  EXPECT_DOUBLE_EQ(m.cru, 1100.0 / (5 * 250));
+  EXPECT_LE(m.cru, 1);
+  EXPECT_DOUBLE_EQ(compute_metrics(jobs, 5, {}, 0, 0).cru, 1100.0 / (5 * 100));  // without the stop time: as before
+}
+
 TEST(ComputeMetrics, NothingFinished) {
   const RunMetrics m = compute_metrics({job(0, 0, 5, -1, 20)}, 8, {}, 3, 1);
   EXPECT_EQ(m.completed, 0);

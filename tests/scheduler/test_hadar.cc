@@ -111,9 +111,10 @@ TEST(Hadar, LeavesNoGangSlowerThanANodeWithRoomForItWouldRunIt) {
       ASSERT_EQ(workers, js[i].gpus) << policy->name() << ": every job fits";
       const double rate = allocation_throughput(o, js[i], c, out[i].workers);
       for (size_t n = 0; n < c.nodes.size(); ++n)
-        if (free[n] >= js[i].gpus)
+        if (free[n] >= js[i].gpus) {
           EXPECT_GE(rate, js[i].gpus * o.rate.at(c.nodes[n].gpu_type))
               << policy->name() << ": job " << i << " runs slower than it would on idle node " << n;
+        }
     }
   }
 }

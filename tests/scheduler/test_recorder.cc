@@ -69,7 +69,9 @@ void expect_consistent(const Recorded& r, const Cluster& c) {
     }
     EXPECT_LE(e[i].start_s, e[i].end_s);
     EXPECT_GE(e[i].start_s, job[e[i].job_id]->arrival_s);
-    if (job[e[i].job_id]->finished()) EXPECT_LE(e[i].end_s, job[e[i].job_id]->completion_s + 1e-9);
+    if (job[e[i].job_id]->finished()) {
+      EXPECT_LE(e[i].end_s, job[e[i].job_id]->completion_s + 1e-9);
+    }
     for (size_t k = i + 1; k < e.size(); ++k) {
       if (e[k].node != e[i].node || !(e[k].start_s < e[i].end_s && e[i].start_s < e[k].end_s))
         continue;
@@ -155,7 +157,7 @@ TEST(Replay, ReplayingARecordedScheduleReproducesTheRun) {
   const Cluster c = mixed();
   FakeOracle o;
   o.rate = {{"v100", 10}, {"p100", 6}, {"k80", 3}};
-  for (const std::string& p : {"fifo", "gavel", "hadare", "crius"}) {
+  for (const char* p : {"fifo", "gavel", "hadare", "crius"}) {
     SCOPED_TRACE(p);
     const Recorded r = record(p, several(), c, o);
     auto replay = make_replay(r.schedule, c);
