@@ -299,8 +299,8 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
   {
     std::ofstream f = open_out(script);
     f << kTerminal << "set output " << quote((d / "jct_vs_load.png").string()) << "\n"
-      << "set title 'Average JCT against input load'\n"
-      << "set xlabel 'input load (jobs/hour)'\nset ylabel 'average JCT (hours)'\n"
+      << "set title 'Average JCT of the steady-state window of jobs (--window-start/end) against input load'\n"
+      << "set xlabel 'input load (jobs/hour)'\nset ylabel 'average JCT over the window (hours)'\n"
       << "set grid\nset key top left\nset yrange [0:*]\n";
     if (blocks.empty()) {
       f << "set xrange [0:1]\nset label 1 'no finished jobs' at graph 0.5,0.5 center\n"
@@ -322,86 +322,117 @@ void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& d
   check_png(d / "jct_vs_load.png");
 }
 
+namespace {
+
+// The Gantt's data: one row per GPU (nodes stacked top to bottom in cluster
+// order) and, per job type, a block of the gangs' boxes and one of the forked
+// copies' (hatched in the chart).
+struct GanttData {
+  std::map<std::string, int> first_row;  // node -> its first GPU's row
+  int rows = 0;
+  std::vector<std::string> types;        // sorted: the legend
+  std::vector<std::string> all_types;    // of every job of the trace, sorted: a type's colour is its rank
+  std::map<std::string, std::ostringstream> own, copies;  // by type: "x_center_h y_row half_width_h" lines
+};
+
+GanttData gantt_data(const Schedule& schedule, const Cluster& cluster,
+                     const std::map<int64_t, std::string>& job_types) {
+  GanttData g;
+  for (const Node& n : cluster.nodes) {
+    g.first_row[n.name] = g.rows;
+    g.rows += n.gpus;
+  }
+  for (const auto& [id, type] : job_types) g.all_types.push_back(type.empty() ? "other" : type);
+  std::sort(g.all_types.begin(), g.all_types.end());
+  g.all_types.erase(std::unique(g.all_types.begin(), g.all_types.end()), g.all_types.end());
+  for (const ScheduleEntry& e : schedule.entries) {
+    auto it = g.first_row.find(e.node);
+    if (it == g.first_row.end() || e.end_s <= e.start_s) continue;
+    const auto t = job_types.find(e.job_id);
+    const std::string type = t == job_types.end() || t->second.empty() ? "other" : t->second;
+    if (!g.own.count(type) && !g.copies.count(type)) g.types.push_back(type);
+    auto& block = e.copy > 0 ? g.copies[type] : g.own[type];
+    const double mid = (e.start_s + e.end_s) / 2 / 3600, half = (e.end_s - e.start_s) / 2 / 3600;
+    for (int gpu : e.gpu_indices) block << mid << " " << g.rows - 1 - (it->second + gpu) << " " << half << "\n";
+  }
+  std::sort(g.types.begin(), g.types.end());
+  return g;
+}
+
+// Twenty distinguishable colours (ColorBrewer Paired, then Dark2 and a few
+// more); past twenty types the colours repeat with a hatch pattern.
+constexpr const char* kGanttColours[] = {"#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a", "#b15928",
+                                         "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#e7298a",
+                                         "#1b9e77", "#7570b3", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+                                         "#17becf", "#000000"};
+
+// The plot command: per type its gangs' boxes (solid, a thin white border
+// parting two jobs that touch) and its copies' (hatched, no legend entry).
+std::string gantt_plot_command(const GanttData& g, const fs::path& dat) {
+  constexpr size_t kColours = std::size(kGanttColours);
+  std::string s;
+  int index = 0;
+  bool any_copy = false;
+  for (const std::string& type : g.types) {
+    const auto at = std::lower_bound(g.all_types.begin(), g.all_types.end(), type);
+    const size_t c = at != g.all_types.end() && *at == type ? static_cast<size_t>(at - g.all_types.begin())
+                                                            : g.all_types.size();
+    const std::string colour = std::string("lc rgb '") + kGanttColours[c % kColours] + "'";
+    const std::string fill = c < kColours ? "solid 0.9" : "pattern " + std::to_string((c / kColours - 1) % 7 + 1);
+    bool titled = false;
+    for (const bool copies : {false, true}) {
+      if (!(copies ? g.copies : g.own).count(type)) continue;
+      any_copy = any_copy || copies;
+      s += (s.empty() ? "plot " : ", \\\n     ") + quote(dat.string()) + " index " + std::to_string(index++) +
+           " using 1:2:3:(0.45) with boxxyerror fillstyle " + (copies ? std::string("pattern 4") : fill) +
+           " border lc rgb '#ffffff' lw 0.6 " + colour + " " +
+           (titled ? std::string("notitle") : "title " + quote(printable(type)));
+      titled = true;
+    }
+  }
+  if (any_copy)
+    s += ", \\\n     keyentry with boxes fillstyle pattern 4 lc rgb '#000000' title 'hatched: forked copies'";
+  return s;
+}
+
+}  // namespace
+
 void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir,
                 const std::map<int64_t, std::string>& job_types) {
   const fs::path d = make_dir(dir);
   find_gnuplot();
-  // Row of GPU g on node n: nodes stacked top to bottom in cluster order.
-  std::map<std::string, int> first_row;
-  int rows = 0;
-  for (const Node& n : cluster.nodes) {
-    first_row[n.name] = rows;
-    rows += n.gpus;
-  }
-  // One data block per job type (legend entries). A type's colour is its rank
-  // among all the trace's job types, so it is the same in every policy's chart.
-  std::vector<std::string> all_types;
-  for (const auto& [id, type] : job_types) all_types.push_back(type.empty() ? "other" : type);
-  std::sort(all_types.begin(), all_types.end());
-  all_types.erase(std::unique(all_types.begin(), all_types.end()), all_types.end());
-  std::vector<std::string> types;
-  std::map<std::string, std::ostringstream> blocks;
-  for (const ScheduleEntry& e : schedule.entries) {
-    auto it = first_row.find(e.node);
-    if (it == first_row.end() || e.end_s <= e.start_s) continue;
-    const auto t = job_types.find(e.job_id);
-    const std::string type = t == job_types.end() || t->second.empty() ? "other" : t->second;
-    if (!blocks.count(type)) types.push_back(type);
-    const double mid = (e.start_s + e.end_s) / 2 / 3600, half = (e.end_s - e.start_s) / 2 / 3600;
-    for (int g : e.gpu_indices) blocks[type] << mid << " " << rows - 1 - (it->second + g) << " " << half << "\n";
-  }
-  std::sort(types.begin(), types.end());
-  const auto colour_index = [&](const std::string& type) {
-    const auto at = std::lower_bound(all_types.begin(), all_types.end(), type);
-    return at != all_types.end() && *at == type ? static_cast<size_t>(at - all_types.begin()) : all_types.size();
-  };
+  const GanttData g = gantt_data(schedule, cluster, job_types);
   const fs::path dat = d / "gantt.dat";
   auto f = open_out(dat);
-  f << "# x_center_h y_row half_width_h; one block per job type\n";
-  for (const std::string& type : types) f << "# " << printable(type) << "\n" << blocks[type].str() << "\n\n";
+  f << "# x_center_h y_row half_width_h; per job type a block of its gangs, then one of its copies (if any)\n";
+  for (const std::string& type : g.types)
+    for (const auto* blocks : {&g.own, &g.copies})
+      if (const auto b = blocks->find(type); b != blocks->end())
+        f << "# " << printable(type) << (blocks == &g.copies ? " (copies)" : "") << "\n" << b->second.str() << "\n\n";
   close_out(f, dat);
   const fs::path png = d / "gantt.png", gp = d / "gantt.gp";
   auto s = open_out(gp);
-  const int height = std::clamp(120 + rows * 6, 480, 2400);
-  // Twenty distinguishable colours (ColorBrewer Paired, then Dark2 and a few
-  // more); past twenty types the colours repeat with a hatch pattern.
-  static const char* const colours[] = {"#1f78b4", "#e31a1c", "#33a02c", "#ff7f00", "#6a3d9a", "#b15928",
-                                        "#a6cee3", "#fb9a99", "#b2df8a", "#fdbf6f", "#cab2d6", "#e7298a",
-                                        "#1b9e77", "#7570b3", "#66a61e", "#e6ab02", "#a6761d", "#666666",
-                                        "#17becf", "#000000"};
-  constexpr size_t kColours = std::size(colours);
+  const int height = std::clamp(120 + g.rows * 6, 480, 2400);
   s << "set terminal pngcairo noenhanced size 1400," << height << " font 'sans,10'\n"
     << "set output " << quote(png.string()) << "\n"
     << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster + " (colour: job type)") << "\n"
     << "set xlabel 'time (hours)'\nset ylabel 'GPU (by node)'\n"
     << "set key outside right top vertical Left reverse noautotitle font 'sans,8'\n"
-    << "set yrange [-0.5:" << rows - 0.5 << "]\nset grid xtics\n";
-  // Node labels at the middle of each node's rows, when there are few enough.
-  // (past 64 nodes, every k-th node's, so that at most 64 labels show).
-  {
-    const size_t k = (cluster.nodes.size() + 63) / 64;
-    s << "set ytics (";
-    for (size_t i = 0; i < cluster.nodes.size(); i += k) {
-      const Node& n = cluster.nodes[i];
-      s << (i ? ", " : "") << quote(n.name + " (" + n.gpu_type + ")") << " "
-        << rows - 1 - first_row[n.name] - (n.gpus - 1) / 2.0;
-    }
-    s << ")" << (k > 1 ? " font 'sans,7'" : "") << "\n";
+    << "set yrange [-0.5:" << g.rows - 0.5 << "]\nset grid xtics\n";
+  // Node labels at the middle of each node's rows (past 64 nodes, every k-th
+  // node's, so that at most 64 labels show).
+  const size_t k = (cluster.nodes.size() + 63) / 64;
+  s << "set ytics (";
+  for (size_t i = 0; i < cluster.nodes.size(); i += k) {
+    const Node& n = cluster.nodes[i];
+    s << (i ? ", " : "") << quote(n.name + " (" + n.gpu_type + ")") << " "
+      << g.rows - 1 - g.first_row.at(n.name) - (n.gpus - 1) / 2.0;
   }
-  if (types.empty()) {
+  s << ")" << (k > 1 ? " font 'sans,7'" : "") << "\n";
+  if (g.types.empty())
     s << "set xrange [0:1]\nset label 1 'nothing was placed' at graph 0.5,0.5 center\nplot NaN notitle\n";
-  } else {
-    // A thin white border parts the boxes of two jobs that touch.
-    for (size_t i = 0; i < types.size(); ++i) {
-      const size_t c = colour_index(types[i]);
-      s << (i ? ", \\\n     " : "plot ") << quote(dat.string()) << " index " << i
-        << " using 1:2:3:(0.45) with boxxyerror fillstyle "
-        << (c < kColours ? std::string("solid 0.9") : "pattern " + std::to_string((c / kColours - 1) % 7 + 1))
-        << " border lc rgb '#ffffff' lw 0.6 lc rgb '" << colours[c % kColours] << "' title "
-        << quote(printable(types[i]));
-    }
-    s << "\n";
-  }
+  else
+    s << gantt_plot_command(g, dat) << "\n";
   close_out(s, gp);
   run_gnuplot(gp.string());
   check_png(png);

@@ -44,10 +44,10 @@ struct LoadPoint {
 void plot_jct_vs_load(const std::vector<LoadPoint>& points, const std::string& dir);
 
 // gantt.png in `dir`: one row per GPU (grouped by node, labelled with the
-// node name), a bar per schedule entry over time (hours), coloured by job.
-// Data: gantt.dat, script: gantt.gp.
-// Boxes coloured by job type (`job_types`: job id -> type; jobs missing from
-// it are "other"), with a legend of the types.
+// node name), a bar per schedule entry over time (hours). Data: gantt.dat,
+// script: gantt.gp. Boxes coloured by job type (`job_types`: job id -> type;
+// jobs missing from it are "other"; a type's colour is its rank among all the
+// types of `job_types`, so the same in every policy's chart), with a legend.
 void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::string& dir,
                 const std::map<int64_t, std::string>& job_types);
 

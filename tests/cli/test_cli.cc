@@ -89,6 +89,13 @@ TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "jobs-fifo.csv"));
   EXPECT_TRUE(fs::exists(dir_ / "out" / "utilization-yarn-cs.csv"));
   EXPECT_TRUE(fs::exists(dir_ / "out" / "summary.csv"));
+  // Elastic policies are held to another bound: the table says so under itself.
+  const Result mixed = run({"simulate", "--trace", examples("data/gavel/traces/small_test.trace"), "--cluster",
+                            examples("clusters/gavel-physical.yaml"), "--policy", "fifo,hadare", "--no-db"});
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("TTD/bound: hadare is measured against the bound without the one-gang cap"),
+            std::string::npos)
+      << mixed.out;
 
   r = run({"db", "runs", "--db", db(), "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
