@@ -132,7 +132,7 @@ int cmd_run(const std::vector<std::string>& args) {
       ("executor", po::value(&executor_kind)->default_value("local"), "local | ssh | slurm")
       ("grace", po::value(&o.grace_s)->default_value(10), "seconds between SIGTERM and SIGKILL")
       ("max-failures", po::value(&o.max_failures)->default_value(3), "failed launches a job may retry")
-      ("poll", po::value(&o.poll_s)->default_value(0.2), "seconds between progress reads")
+      ("poll", po::value(&o.poll_s)->default_value(0.2, "0.2"), "seconds between progress reads")
       ("work-dir", po::value(&work_dir), "launch logs, exit and progress files (default: <db>.d)")
       ("keep-checkpoints", po::bool_switch(&o.keep_checkpoints), "keep the copies' checkpoints after averaging")
       ("fork-efficiency", fork_efficiency_value(&o.fork_efficiency), kForkEfficiencyHelp)
@@ -217,6 +217,13 @@ void check_job(db::OnlineJob& j) {
     const auto [model, batch] = split_job_type(j.job_type);
     j.model = model;
     if (j.batch_size == 0) j.batch_size = batch;
+  } else if (!j.model.empty() && !j.job_type.empty()) {
+    // Both given: they must say the same (the oracle reads the job type).
+    const auto [model, batch] = split_job_type(j.job_type);
+    if (model != j.model || (j.batch_size > 0 && batch > 0 && batch != j.batch_size))
+      throw InputError("--job-type '" + j.job_type + "' contradicts --model " + j.model +
+                       (j.batch_size > 0 ? " --batch " + std::to_string(j.batch_size) : std::string()) +
+                       ": give one, or both alike");
   }
 }
 

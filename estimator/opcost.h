@@ -54,8 +54,9 @@ constexpr double kFusedAttentionBackward = 2.5;
 // (calibrated on the A100 TF32 ResNet-50 row).
 constexpr double kTf32Share = 0.65;
 
-// A 16-bit tensor-core GEMM (cuBLAS) whose m, n or k is not a multiple of 8
-// values (16 bytes) cannot use the kernels that load 16 bytes at a time
+// A 16-bit tensor-core GEMM (cuBLAS) whose n or k (its leading dimensions;
+// m is the tokens) is not a multiple of 8 values (16 bytes) cannot use the
+// kernels that load 16 bytes at a time
 // (NVIDIA's Matrix Multiplication Background guide, "Tensor Core
 // Requirements"; NVIDIA's BERT pads its vocabulary to a multiple of 8 for
 // this). It reaches this share of the aligned efficiency: fitted on the H100

@@ -19,18 +19,24 @@ using namespace impl_util;
 
 namespace {
 
-// GPU indices held per node by the live launches.
+// GPU indices held per node by the launches still running (or stopping, or
+// planned this round); an ended launch holds none, even before its job is
+// consolidated (its node may have left the node list since).
 std::vector<std::vector<char>> held_gpus(const Cluster& cluster,
                                          const std::map<int64_t, db::OnlineLaunch>& launches) {
   std::vector<std::vector<char>> held(cluster.nodes.size());
   for (size_t n = 0; n < held.size(); ++n) held[n].assign(static_cast<size_t>(cluster.nodes[n].gpus), 0);
-  for (const auto& [id, l] : launches)
+  for (const auto& [id, l] : launches) {
+    if (l.state != "running" && l.state != "stopping" && l.state != "planned") continue;
     for (const auto& p : l.procs) {
+      if (p.node < 0 || static_cast<size_t>(p.node) >= held.size()) continue;
+      auto& h = held[static_cast<size_t>(p.node)];
       std::stringstream ss(p.gpu_ids);
       std::string x;
       while (std::getline(ss, x, ','))
-        if (!x.empty()) held[static_cast<size_t>(p.node)][std::stoul(x)] = 1;
+        if (!x.empty() && std::stoul(x) < h.size()) h[std::stoul(x)] = 1;
     }
+  }
   return held;
 }
 
@@ -78,13 +84,18 @@ std::vector<int64_t> Runner::Impl::plan_launches(int64_t number, double t0, cons
   std::vector<std::vector<char>> held = held_gpus(cluster, launches);
   std::vector<int64_t> fresh;
   store.transaction([&] {
-    for (const auto& [jid, gangs] : plan) {
+    for (const auto& [jid, all_gangs] : plan) {
       Entry& e = jobs.at(jid);
+      const auto remaining =
+          static_cast<long long>(std::max(1.0, std::ceil(e.row.iterations - e.row.iterations_done)));
+      // No more gangs than iterations left: each would train one at least
+      // (a job with 1 left was forked onto three GPUs, each training it).
+      const std::vector<std::vector<Placement>> gangs(
+          all_gangs.begin(), all_gangs.begin() + static_cast<std::ptrdiff_t>(std::min<long long>(
+                                                     static_cast<long long>(all_gangs.size()), remaining)));
       std::vector<double> gang_rates;
       for (const auto& g : gangs) gang_rates.push_back(allocation_throughput(oracle, e.job, cluster, g));
-      const auto shares = split_iterations(
-          static_cast<long long>(std::max(1.0, std::ceil(e.row.iterations - e.row.iterations_done))),
-          gang_rates, {o.fork_efficiency, o.fork_scaling});
+      const auto shares = split_iterations(remaining, gang_rates, {o.fork_efficiency, o.fork_scaling});
       for (size_t g = 0; g < gangs.size(); ++g) {
         db::OnlineLaunch l;
         l.job_id = jid;

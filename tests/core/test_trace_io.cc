@@ -305,6 +305,8 @@ TEST(TracePhilly, Errors) {
   } cases[] = {
       {"2017-10-09 07:01,66.0,2,66.0,11cb48", "bad timestamp"},
       {"2017-13-09 07:01:55,66.0,2,66.0,11cb48", "bad timestamp"},
+      {"2017-02-31 07:01:55,66.0,2,66.0,11cb48", "bad timestamp"},  // no such day (read as March 3)
+      {"2017-04-31 07:01:55,66.0,2,66.0,11cb48", "bad timestamp"},
       {"2017-10-09 07:01:55,66.0,2,66.0", "expected 5 fields"},
       {"2017-10-09 07:01:55,abc,2,66.0,x", "duration must be a number"},
       {"2017-10-09 07:01:55,0,2,0,x", "duration must be positive"},

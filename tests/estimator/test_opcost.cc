@@ -497,6 +497,12 @@ TEST(OpCost, UnalignedSixteenBitGemmsRunOnSlowerKernels) {
   EXPECT_FALSE(unaligned_16bit(gpu("p100"), Precision::FP16, k_odd));  // no tensor cores
   k_odd.k = 144;
   EXPECT_FALSE(unaligned_16bit(h100, Precision::BF16, k_odd));
+  // m (the tokens or samples) is no leading dimension: an odd batch is aligned.
+  Op m_odd;
+  m_odd.m = 5, m_odd.n = 800, m_odd.k = 200;
+  EXPECT_FALSE(unaligned_16bit(h100, Precision::BF16, m_odd));
+  m_odd.n = 801;
+  EXPECT_TRUE(unaligned_16bit(h100, Precision::BF16, m_odd));
 }
 
 TEST(CostModel, NotesNameTheUnalignedGemm) {

@@ -181,6 +181,8 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
       {{"--iterations", "5", "--weight", "1e-9"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--checkpoint-dir", "/etc/passwd"}, "--checkpoint-dir /etc/passwd: must be a directory"},
       {{"--iterations", "5", "--checkpoint-dir", "/nonexistent/x/y"}, "--checkpoint-dir /nonexistent/x/y: must be"},
+      {{"--iterations", "5", "--model", "ResNet-18", "--batch", "64", "--job-type", "ResNet-50 (batch size 32)"},
+       "--job-type 'ResNet-50 (batch size 32)' contradicts --model ResNet-18 --batch 64"},
   };
   for (const auto& [opts, want] : absurd) {
     std::vector<std::string> a = {"submit", "--db", db_};
@@ -765,6 +767,30 @@ TEST(RunnerInvariant, ForkedGangsAreLaunchedForWhatMakesThemWorthTheRemainder) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     fs::remove_all(d);
   }
+}
+
+// No more gangs than iterations left: a job with 2 to go, given 3 gangs,
+// launches 2 (each trained at least one; a job with 1 left ran on three GPUs).
+TEST(RunnerInvariant, NoMoreGangsThanIterationsLeft) {
+  using namespace cellsched;
+  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-few-left");
+  auto store = db::OnlineStore::open((d / "state.db").string());
+  db::OnlineJob row;
+  row.iterations = 2;
+  row.command = {"/bin/true"};
+  const int64_t id = store.submit(row);
+  const auto executor = runner::make_executor({});
+  runner::RunnerOptions o;
+  o.work_dir = (d / "work").string();
+  runner::Runner::Impl impl(store, one_v100_node(3), *executor, nullptr, nullptr, o);
+  impl.refresh_jobs();
+  const std::vector<Placement> one = {Placement{0, 1}};
+  impl.start(1, 0, {{id, {one, one, one}}});
+  EXPECT_EQ(impl.launches.size(), 2u);
+  for (const auto& [lid, l] : impl.launches)
+    for (int i = 0; i < 200 && !fs::exists(impl.exit_file(l, 0)); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  fs::remove_all(d);
 }
 
 // The runner's half of the checkpoint commit, on hand-made files.

@@ -2,6 +2,9 @@
 // consistency with the estimator, memory pruning and errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.h"
 #include "core/model.h"
 #include "tests/estimator/estimator_fixture.h"
@@ -155,26 +158,33 @@ TEST(Tuner, TensorParallelGroupsStayInsideAHost) {
   EXPECT_TRUE(any);  // some plan fits
 }
 
-// The notes of a tuned plan are its own: micro-batches of 1 (an unaligned
-// GEMM) were noted under a plan of 256 images a micro-batch.
+// The notes of a tuned plan are its own: a note raised while pricing a
+// rejected candidate (here tp = 8, whose vocabulary shards of 6,283 rows are
+// unaligned) was printed under the chosen data-parallel plan.
 TEST(Tuner, NotesAreTheChosenPlansOwn) {
-  const CostModel cm(model_by_name("resnet-50"), "a100-80", nullptr, nullptr);
-  const Cell cell{"resnet-50", "a100-80", 1, 1, 1};
+  const std::filesystem::path yaml = std::filesystem::temp_directory_path() / "cellsched-notes-own.yaml";
+  std::ofstream(yaml) << "family: gpt\nhidden: 768\nnum_layers: 12\nheads: 16\nseq: 1024\nvocab: 50264\n";
+  const ModelSpec m = load_model(yaml.string());
+  std::filesystem::remove(yaml);
+  const CostModel cm(m, "h100", nullptr, nullptr);
+  const Cell cell{m.name, "h100", 1, 8, 1};
   TuneOptions o;
-  o.global_batch = 256;
+  o.global_batch = 64;
   const TuneResult r = tune_cell(cm, cell, o);
   ASSERT_TRUE(r.feasible);
+  ASSERT_EQ(r.best().plan.stages[0].tp, 1);  // data-parallel: no shard to be unaligned
   const auto unaligned = [](const estimator::Estimate& e) {
     for (const std::string& n : e.notes)
-      if (n.find("GEMM size") != std::string::npos) return true;
+      if (n.find("per shard at tensor parallelism 8") != std::string::npos) return true;
     return false;
   };
-  EXPECT_EQ(r.best().plan.micro_batch_size % 8, 0);
   EXPECT_FALSE(unaligned(r.best().estimate));
-  estimator::Plan one = r.best().plan;
-  one.micro_batches = 256;
-  one.micro_batch_size = 1;
-  EXPECT_TRUE(unaligned(estimator::estimate(cm, cell, one)));
+  estimator::Plan sharded = r.best().plan;
+  sharded.stages[0].dp = 1;
+  sharded.stages[0].tp = 8;
+  sharded.micro_batches = 8;
+  sharded.micro_batch_size = 8;
+  EXPECT_TRUE(unaligned(estimator::estimate(cm, cell, sharded)));
   EXPECT_FALSE(unaligned(estimator::estimate(cm, cell, r.best().plan)));  // and gone again
 }
 
