@@ -353,17 +353,10 @@ struct StatusView {
   // runner saves it every few seconds) at what they are worth together, as
   // the runner counts them (core/fork.h).
   double done_of(const db::OnlineJob& j) const {
-    double main = 0, copies = 0, largest = 0;
-    for (const auto* l : launches_of(j.id)) {
-      if (l->state == "planned") continue;
-      if (l->copy == 0) {
-        main += l->iterations;
-      } else {
-        copies += l->iterations;
-        largest = std::max(largest, l->iterations);
-      }
-    }
-    return std::min(j.iterations, j.iterations_done + fork_worth(fork, main, copies, largest));
+    std::vector<const db::OnlineLaunch*> started;
+    for (const auto* l : launches_of(j.id))
+      if (l->state != "planned") started.push_back(l);
+    return std::min(j.iterations, j.iterations_done + runner::launches_worth(fork, started));
   }
 };
 

@@ -108,6 +108,20 @@ OnlineLaunch read_launch(const Statement& q) {
 
 }  // namespace
 
+std::vector<int> gpu_indices(const OnlineProc& p) {
+  std::vector<int> ids;
+  size_t at = 0;
+  while (at <= p.gpu_ids.size()) {
+    size_t end = p.gpu_ids.find(',', at);
+    if (end == std::string::npos) end = p.gpu_ids.size();
+    const std::string x = p.gpu_ids.substr(at, end - at);
+    if (!x.empty() && x.size() < 6 && x.find_first_not_of("0123456789") == std::string::npos)
+      ids.push_back(std::stoi(x));
+    at = end + 1;
+  }
+  return ids;
+}
+
 std::string encode_argv(const std::vector<std::string>& argv) { return dump(json(argv)); }
 
 std::vector<std::string> decode_argv(const std::string& text) {

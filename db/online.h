@@ -51,6 +51,10 @@ struct OnlineProc {
   int64_t start_ticks = 0; // its start time (/proc/PID/stat field 22): pid + this identify it
 };
 
+// The GPU indices of `gpu_ids` ("0,1" -> {0, 1}); a token that is not a
+// plain index (a hand-edited database) is skipped, not thrown on.
+std::vector<int> gpu_indices(const OnlineProc& p);
+
 // A gang of a job (copy 0) or a forked copy (copy >= 1) in one epoch.
 struct OnlineLaunch {
   int64_t id = 0;

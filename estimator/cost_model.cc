@@ -218,8 +218,7 @@ void CostModel::note_unaligned(const LayerSpec& l, const Op& op, size_t index, d
   // unaligned is named with its degree.
   const auto odd = [](const Op& o) {
     std::string sizes;
-    for (double d : {o.n, o.k}) {  // the sizes unaligned_16bit looks at
-      if (tensor_core_aligned(d)) continue;
+    for (const double d : unaligned_sizes(o)) {
       char num[32];
       std::snprintf(num, sizeof num, "%s%g", sizes.empty() ? "" : ", ", d);
       sizes += num;

@@ -275,13 +275,20 @@ constexpr double kMinSliceK = 2048;
 
 bool tensor_core_aligned(double size) { return std::fmod(size, 8) == 0; }
 
-bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
-  if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
+std::vector<double> unaligned_sizes(const Op& op) {
   // n and k only: every GEMM here has the tokens (or samples) as m, which is
   // no leading dimension of the forward product nor of either backward one
   // (X W^T, dY W and dY^T X load rows of k or n values), so an odd batch
   // costs tile quantization, priced elsewhere, not the 16-byte loads.
-  return !(tensor_core_aligned(op.n) && tensor_core_aligned(op.k));
+  std::vector<double> odd;
+  for (const double d : {op.n, op.k})
+    if (!tensor_core_aligned(d)) odd.push_back(d);
+  return odd;
+}
+
+bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
+  if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
+  return !unaligned_sizes(op).empty();
 }
 
 namespace {

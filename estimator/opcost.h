@@ -66,6 +66,9 @@ constexpr double kTf32Share = 0.65;
 constexpr double kUnalignedShare = 0.22;
 // Whether one GEMM size is a multiple of 8 values, as those kernels need.
 bool tensor_core_aligned(double size);
+// The sizes of a GEMM that 16-bit tensor-core kernels need aligned and that
+// are not: n and k (see unaligned_16bit), in that order.
+std::vector<double> unaligned_sizes(const Op& op);
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op);
 
 // A layer's forward ops at `micro_batch` samples, one of `tp` tensor-parallel

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
-#include <sstream>
 
 #include "runner/contract.h"
 #include "runner/process.h"
@@ -31,10 +30,8 @@ std::vector<std::vector<char>> held_gpus(const Cluster& cluster,
     for (const auto& p : l.procs) {
       if (p.node < 0 || static_cast<size_t>(p.node) >= held.size()) continue;
       auto& h = held[static_cast<size_t>(p.node)];
-      std::stringstream ss(p.gpu_ids);
-      std::string x;
-      while (std::getline(ss, x, ','))
-        if (!x.empty() && std::stoul(x) < h.size()) h[std::stoul(x)] = 1;
+      for (const int k : db::gpu_indices(p))
+        if (static_cast<size_t>(k) < h.size()) h[static_cast<size_t>(k)] = 1;
     }
   }
   return held;

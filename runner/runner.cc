@@ -44,7 +44,7 @@ int node_index(const Cluster& cluster, const std::string& name) {
 }  // namespace
 
 void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, const std::string& source) {
-  std::map<std::pair<int, long>, int64_t> held;  // (node, GPU index) -> launch
+  std::map<std::pair<int, int>, int64_t> held;  // (node, GPU index) -> launch
   for (const db::OnlineLaunch& l : store.live_launches()) {
     if (l.state != "running" && l.state != "stopping") continue;
     const std::string who = "launch " + std::to_string(l.id) + " (job " + std::to_string(l.job_id) + ")";
@@ -54,10 +54,8 @@ void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, c
         fail_input(source, 0, who + " still runs on node '" + p.node_name +
                                   "', which this node list lacks: restore the node, or start the runner once "
                                   "with the previous node list to stop it");
-      std::stringstream ss(p.gpu_ids);
-      for (std::string x; std::getline(ss, x, ',');) {
-        if (x.empty()) continue;
-        const long gpu = std::stol(x);
+      for (const int gpu : db::gpu_indices(p)) {
+        const std::string x = std::to_string(gpu);
         if (const int has = cluster.nodes[static_cast<size_t>(n)].gpus; gpu >= has)
           fail_input(source, 0, who + " holds GPU " + x + " of node '" + p.node_name + "', which has only " +
                                     std::to_string(has) + (has == 1 ? " GPU" : " GPUs") + " in this node list");
@@ -68,6 +66,19 @@ void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, c
       }
     }
   }
+}
+
+double launches_worth(const ForkModel& fork, const std::vector<const db::OnlineLaunch*>& launches) {
+  double main = 0, copies = 0, largest = 0;
+  for (const db::OnlineLaunch* l : launches) {
+    if (l->copy == 0) {
+      main += l->iterations;
+    } else {
+      copies += l->iterations;
+      largest = std::max(largest, l->iterations);
+    }
+  }
+  return fork_worth(fork, main, copies, largest);
 }
 
 void Runner::Impl::refresh_jobs() {

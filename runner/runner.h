@@ -83,4 +83,9 @@ void validate_nodes(const Cluster& cluster, const std::string& source);
 // (a restart with an edited node list used to double-book GPUs or crash).
 void check_live_launches(const db::OnlineStore& store, const Cluster& cluster, const std::string& source);
 
+// What launches of one job that trained side by side are worth together, in
+// iterations (core/fork.h): the main gang's (copy 0) plus its copies' at the
+// fork model. Callers pick the launches (a planned one has trained nothing).
+double launches_worth(const ForkModel& fork, const std::vector<const db::OnlineLaunch*>& launches);
+
 }  // namespace cellsched::runner

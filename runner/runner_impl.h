@@ -114,17 +114,10 @@ struct Runner::Impl {
   // (core/fork.h): `pick` selects the launches.
   template <typename Pick>
   double worth_of(int64_t job_id, Pick pick) const {
-    double main = 0, copies = 0, largest = 0;
-    for (const auto& [id, l] : launches) {
-      if (l.job_id != job_id || !pick(l)) continue;
-      if (l.copy == 0) {
-        main += l.iterations;
-      } else {
-        copies += l.iterations;
-        largest = std::max(largest, l.iterations);
-      }
-    }
-    return fork_worth({o.fork_efficiency, o.fork_scaling}, main, copies, largest);
+    std::vector<const db::OnlineLaunch*> picked;
+    for (const auto& [id, l] : launches)
+      if (l.job_id == job_id && pick(l)) picked.push_back(&l);
+    return launches_worth({o.fork_efficiency, o.fork_scaling}, picked);
   }
 
   std::string exit_file(const db::OnlineLaunch& l, size_t rank) const {

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -634,56 +636,77 @@ print(len(rows))
   EXPECT_GE(std::atoi(slurp(dir_ / "check.out").c_str()), 1);
 }
 
-// One node "n" of `gpus` V100s, for the runner's internals.
-cellsched::Cluster one_v100_node(int gpus) {
-  cellsched::Cluster cluster;
-  cluster.nodes.push_back(cellsched::Node{});
-  cluster.nodes[0].name = "n";
-  cluster.nodes[0].gpu_type = "v100";
-  cluster.nodes[0].gpus = gpus;
-  return cluster;
-}
+// The runner's internals on one node "n" of V100s, over a fresh state
+// database that holds one submitted job.
+class RunnerInvariant : public ::testing::Test {
+ protected:
+  using Impl = cellsched::runner::Runner::Impl;
+
+  // A fresh database (in a directory named after `name`) with one job of
+  // `iterations` that runs `command`.
+  void open(const std::string& name, double iterations, std::vector<std::string> command = {"/bin/true"}) {
+    store_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+    dir_ = cellsched::testing::fresh_test_dir(name);
+    store_.emplace(cellsched::db::OnlineStore::open((dir_ / "state.db").string()));
+    cellsched::db::OnlineJob row;
+    row.iterations = iterations;
+    row.command = std::move(command);
+    job_ = store_->submit(row);
+  }
+  // The runner's internals over `gpus` V100s, with the open jobs read in.
+  std::unique_ptr<Impl> impl(int gpus, cellsched::runner::RunnerOptions o = {}) {
+    cellsched::Cluster cluster;
+    cluster.nodes.push_back(cellsched::Node{});
+    cluster.nodes[0].name = "n";
+    cluster.nodes[0].gpu_type = "v100";
+    cluster.nodes[0].gpus = gpus;
+    o.work_dir = (dir_ / "work").string();
+    auto i = std::make_unique<Impl>(*store_, cluster, *executor_, nullptr, nullptr, o);
+    i->refresh_jobs();
+    return i;
+  }
+  // Waits (10 s at most) until each launch's supervisor has written its exit file.
+  static void wait_for_exits(const Impl& impl) {
+    for (const auto& [lid, l] : impl.launches)
+      for (int i = 0; i < 200 && !fs::exists(impl.exit_file(l, 0)); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  void TearDown() override {
+    store_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  fs::path dir_;
+  std::optional<cellsched::db::OnlineStore> store_;
+  std::unique_ptr<cellsched::runner::Executor> executor_ = cellsched::runner::make_executor({});
+  int64_t job_ = 0;
+};
 
 // The invariant behind the old `map::at` crash, deterministically: start()
 // is handed a plan for a job that settle_jobs() has just closed (no longer
 // in `jobs`) and for one already at its target; it starts neither.
-TEST(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
+TEST_F(RunnerInvariant, StartSkipsJobsClosedOrDoneSinceTheDecision) {
   using namespace cellsched;
-  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-invariant");
-  auto store = db::OnlineStore::open((d / "state.db").string());
-  db::OnlineJob row;
-  row.iterations = 10;
-  row.command = {"/bin/true"};
-  const int64_t id = store.submit(row);
-  const Cluster cluster = one_v100_node(2);
-  const auto executor = runner::make_executor({});
-  runner::RunnerOptions o;
-  o.work_dir = (d / "work").string();
-  runner::Runner::Impl impl(store, cluster, *executor, nullptr, nullptr, o);
-  impl.refresh_jobs();
-  ASSERT_EQ(impl.jobs.count(id), 1u);
-  impl.jobs.at(id).row.iterations_done = 10;  // consolidated to its target meanwhile
+  open("cellsched-invariant", 10);
+  const auto impl = this->impl(2);
+  ASSERT_EQ(impl->jobs.count(job_), 1u);
+  impl->jobs.at(job_).row.iterations_done = 10;  // consolidated to its target meanwhile
   const std::vector<std::vector<Placement>> gang = {{Placement{0, 1}}};
-  EXPECT_NO_THROW(impl.start(1, 0, {{id, gang}, {id + 41, gang}}));
-  EXPECT_TRUE(store.live_launches().empty());
-  EXPECT_TRUE(impl.launches.empty());
-  fs::remove_all(d);
+  EXPECT_NO_THROW(impl->start(1, 0, {{job_, gang}, {job_ + 41, gang}}));
+  EXPECT_TRUE(store_->live_launches().empty());
+  EXPECT_TRUE(impl->launches.empty());
 }
 
 // A restart with an edited node list: the launches a previous runner left
 // running must find their nodes by name with the GPUs they hold (the runner
 // used to map them by position: two jobs on one GPU, or a crash).
-TEST(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
+TEST_F(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
   using namespace cellsched;
-  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-live-nodes");
-  auto store = db::OnlineStore::open((d / "state.db").string());
-  db::OnlineJob row;
-  row.iterations = 10;
-  row.command = {"/bin/true"};
-  const int64_t id = store.submit(row);
+  open("cellsched-live-nodes", 10);
   auto launch = [&](const std::string& node, const std::string& gpus, const std::string& state) {
     db::OnlineLaunch l;
-    l.job_id = id;
+    l.job_id = job_;
     l.state = state;
     db::OnlineProc p;
     p.node = 0;
@@ -691,7 +714,7 @@ TEST(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
     p.gpu_ids = gpus;
     p.gpus = static_cast<int>(std::count(gpus.begin(), gpus.end(), ',')) + 1;
     l.procs.push_back(p);
-    store.insert_launch(l);
+    store_->insert_launch(l);
   };
   launch("fast", "0,1", "running");
   launch("fast", "0", "ended");  // ended launches hold nothing
@@ -707,7 +730,7 @@ TEST(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
   };
   auto error = [&](const Cluster& c) {
     try {
-      runner::check_live_launches(store, c, "nodes.yaml");
+      runner::check_live_launches(*store_, c, "nodes.yaml");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -724,73 +747,74 @@ TEST(RunnerInvariant, LiveLaunchesMustFindTheirNodesByName) {
   EXPECT_NE(error(cluster({{"fast", 2}})).find("launch 3 (job 1) and launch 1 both hold GPU 1 of node 'fast'"),
             std::string::npos)
       << error(cluster({{"fast", 2}}));
-  fs::remove_all(d);
+}
+
+// The GPU indices a launch's process holds, as the runner reads them back:
+// a hand-edited token is skipped, not thrown on.
+TEST(GpuIndices, ReadsTheIndicesAndSkipsWhatIsNoIndex) {
+  cellsched::db::OnlineProc p;
+  p.gpu_ids = "0,1,7";
+  EXPECT_EQ(cellsched::db::gpu_indices(p), (std::vector<int>{0, 1, 7}));
+  p.gpu_ids = "";
+  EXPECT_TRUE(cellsched::db::gpu_indices(p).empty());
+  p.gpu_ids = "2,,x,-1,3 ,99999999999,4";
+  EXPECT_EQ(cellsched::db::gpu_indices(p), (std::vector<int>{2, 4}));
 }
 
 // The job tracker's targets reach the trainers: two equal gangs of a job
 // with 1,000 iterations left, under the noise model at e = 0.5, are each
 // launched for 667 (worth 1,000.5 together), and for 500 with copies that
 // count in full.
-TEST(RunnerInvariant, ForkedGangsAreLaunchedForWhatMakesThemWorthTheRemainder) {
+TEST_F(RunnerInvariant, ForkedGangsAreLaunchedForWhatMakesThemWorthTheRemainder) {
   using namespace cellsched;
   for (const auto& [model, want] : {std::pair{ForkModel{0.5, ForkScaling::noise}, "667"},
                                     std::pair{ForkModel{1.0, ForkScaling::linear}, "500"}}) {
-    const fs::path d = cellsched::testing::fresh_test_dir("cellsched-targets");
-    auto store = db::OnlineStore::open((d / "state.db").string());
-    db::OnlineJob row;
-    row.iterations = 1000;
-    row.command = {"/bin/sh", "-c", "echo $CELLSCHED_ITERATIONS > \"$CELLSCHED_PROGRESS.target\""};
-    const int64_t id = store.submit(row);
-    const Cluster cluster = one_v100_node(2);
-    const auto executor = runner::make_executor({});
+    open("cellsched-targets", 1000, {"/bin/sh", "-c", "echo $CELLSCHED_ITERATIONS > \"$CELLSCHED_PROGRESS.target\""});
     runner::RunnerOptions o;
-    o.work_dir = (d / "work").string();
     o.fork_efficiency = model.efficiency;
     o.fork_scaling = model.scaling;
-    runner::Runner::Impl impl(store, cluster, *executor, nullptr, nullptr, o);
-    impl.refresh_jobs();
-    ASSERT_EQ(impl.jobs.count(id), 1u);
+    const auto impl = this->impl(2, o);
+    ASSERT_EQ(impl->jobs.count(job_), 1u);
     const std::vector<Placement> one = {Placement{0, 1}};
-    impl.start(1, 0, {{id, {one, one}}});
-    ASSERT_EQ(impl.launches.size(), 2u);
+    impl->start(1, 0, {{job_, {one, one}}});
+    ASSERT_EQ(impl->launches.size(), 2u);
     std::vector<std::string> paths;
-    for (const auto& [lid, l] : impl.launches) paths.push_back(l.progress + ".target");
+    for (const auto& [lid, l] : impl->launches) paths.push_back(l.progress + ".target");
     for (const std::string& f : paths) {
       for (int i = 0; i < 200 && slurp(f).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::string got = slurp(f);
       while (!got.empty() && got.back() == '\n') got.pop_back();
       EXPECT_EQ(got, want) << f;
     }
-    // The supervisors are done once they have written their exit files.
-    for (const auto& [lid, l] : impl.launches)
-      for (int i = 0; i < 200 && !fs::exists(impl.exit_file(l, 0)); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    fs::remove_all(d);
+    wait_for_exits(*impl);  // the supervisors are done once they have written their exit files
   }
+}
+
+// What status and the runner count a job's gangs as: two of 667 under the
+// noise model at e = 0.5 are worth 1,000.5 (the targets above), in full 1,334.
+TEST(LaunchesWorth, CountsTheMainGangAndItsCopiesAtTheForkModel) {
+  using namespace cellsched;
+  std::vector<db::OnlineLaunch> gangs(2);
+  gangs[0].iterations = 667;
+  gangs[1].copy = 1;
+  gangs[1].iterations = 667;
+  const std::vector<const db::OnlineLaunch*> both = {&gangs[0], &gangs[1]};
+  EXPECT_NEAR(runner::launches_worth({0.5, ForkScaling::noise}, both), 1000.5, 1e-9);
+  EXPECT_NEAR(runner::launches_worth({1.0, ForkScaling::linear}, both), 1334, 1e-9);
+  EXPECT_NEAR(runner::launches_worth({0.5, ForkScaling::noise}, {&gangs[0]}), 667, 1e-9);
+  EXPECT_EQ(runner::launches_worth({0.5, ForkScaling::noise}, {}), 0);
 }
 
 // No more gangs than iterations left: a job with 2 to go, given 3 gangs,
 // launches 2 (each trained at least one; a job with 1 left ran on three GPUs).
-TEST(RunnerInvariant, NoMoreGangsThanIterationsLeft) {
+TEST_F(RunnerInvariant, NoMoreGangsThanIterationsLeft) {
   using namespace cellsched;
-  const fs::path d = cellsched::testing::fresh_test_dir("cellsched-few-left");
-  auto store = db::OnlineStore::open((d / "state.db").string());
-  db::OnlineJob row;
-  row.iterations = 2;
-  row.command = {"/bin/true"};
-  const int64_t id = store.submit(row);
-  const auto executor = runner::make_executor({});
-  runner::RunnerOptions o;
-  o.work_dir = (d / "work").string();
-  runner::Runner::Impl impl(store, one_v100_node(3), *executor, nullptr, nullptr, o);
-  impl.refresh_jobs();
+  open("cellsched-few-left", 2);
+  const auto impl = this->impl(3);
   const std::vector<Placement> one = {Placement{0, 1}};
-  impl.start(1, 0, {{id, {one, one, one}}});
-  EXPECT_EQ(impl.launches.size(), 2u);
-  for (const auto& [lid, l] : impl.launches)
-    for (int i = 0; i < 200 && !fs::exists(impl.exit_file(l, 0)); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  fs::remove_all(d);
+  impl->start(1, 0, {{job_, {one, one, one}}});
+  EXPECT_EQ(impl->launches.size(), 2u);
+  wait_for_exits(*impl);
 }
 
 // The runner's half of the checkpoint commit, on hand-made files.
