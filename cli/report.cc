@@ -41,13 +41,14 @@ void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
            "TTD h", "TTD/bound", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
   for (const RunRecord& r : runs) {
     const RunMetrics& m = r.metrics;
-    // No job done (a short --horizon): no JCT to show, not 0.00; and no TTD or
-    // CRU where none was measured (host mode measures its span without one).
+    // No job done (a short --horizon): no JCT or TTD to show, not 0.00, but
+    // the CRU of the span run; no CRU where none was measured (host mode
+    // measures its span without one).
     const auto jct = [&m](double s) { return m.completed > 0 ? hours(s) : std::string("-"); };
     const bool span = m.ttd_s > 0;
     t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), jct(m.jct_mean_s), jct(m.jct_median_s),
            jct(m.jct_p95_s), jct(m.jct_p99_s), hours(m.queue_mean_s), span ? hours(m.ttd_s) : "-",
-           ratio(m, "ttd_over_bound"), span ? fixed(m.cru, 3) : "-", fixed(m.decision_mean_ms, 3),
+           ratio(m, "ttd_over_bound"), span || m.cru > 0 ? fixed(m.cru, 3) : "-", fixed(m.decision_mean_ms, 3),
            fixed(m.decision_p99_ms, 3), std::to_string(m.rounds), fixed(m.wall_s, 2)});
   }
   t.print(out);
@@ -96,7 +97,7 @@ nlohmann::json run_to_json(const RunRecord& r, bool with_jobs) {
                                                "malleable_completed", "primary_jobs", "nodes"};
   static const std::set<std::string> jct = {"jct_mean_s", "jct_median_s", "jct_p95_s", "jct_p99_s"};
   for (const auto& [k, v] : metric_pairs(r.metrics)) {
-    if (jct.count(k) && r.metrics.completed == 0)
+    if ((jct.count(k) && r.metrics.completed == 0) || (k == "ttd_s" && !(v > 0)))
       m[k] = nullptr;
     else if (counts.count(k))
       m[k] = json_count(v);

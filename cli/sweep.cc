@@ -103,6 +103,7 @@ std::vector<Trace> generate_traces(const std::vector<double>& rates, const Gener
 
 nlohmann::json cell_json(const Cell& c) {
   const RunMetrics& m = c.run.metrics;
+  const bool done = m.completed > 0;  // else no JCT nor TTD: null, not 0
   nlohmann::json j = {{"policy", c.policy},
                       {"rate_per_hour", c.rate},
                       {"mean_interarrival_s", 3600.0 / c.rate},
@@ -110,9 +111,9 @@ nlohmann::json cell_json(const Cell& c) {
                       {"window_finished", c.window_finished},
                       {"jobs", m.jobs},
                       {"completed", m.completed},
-                      {"jct_mean_s", m.jct_mean_s},
-                      {"jct_p99_s", m.jct_p99_s},
-                      {"ttd_s", m.ttd_s},
+                      {"jct_mean_s", done ? nlohmann::json(m.jct_mean_s) : nlohmann::json(nullptr)},
+                      {"jct_p99_s", done ? nlohmann::json(m.jct_p99_s) : nlohmann::json(nullptr)},
+                      {"ttd_s", done ? nlohmann::json(m.ttd_s) : nlohmann::json(nullptr)},
                       {"cru", m.cru},
                       {"decision_mean_ms", m.decision_mean_ms},
                       {"rounds", m.rounds},
@@ -141,8 +142,10 @@ void write_sweep_files(const std::vector<Cell>& cells, const std::vector<double>
       f << c.policy << "," << c.rate << "," << 3600.0 / c.rate << "," << c.window_jobs << ","
         << c.window_finished << ",";
       if (c.avg_jct_s >= 0) f << c.avg_jct_s;
-      f << "," << m.jobs << "," << m.completed << "," << m.jct_mean_s << "," << m.jct_p99_s
-        << "," << m.ttd_s << "," << m.cru << "\n";
+      f << "," << m.jobs << "," << m.completed << ",";
+      if (m.completed > 0) f << m.jct_mean_s << "," << m.jct_p99_s << "," << m.ttd_s;
+      else f << ",,";  // none done: no JCT nor TTD
+      f << "," << m.cru << "\n";
     }
     if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
   }

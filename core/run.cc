@@ -37,7 +37,9 @@ RunMetrics compute_metrics(const std::vector<JobResult>& jobs, int total_gpus,
   if (!jct.empty()) m.ttd_s = std::max(0.0, last_completion - first_arrival);
   double span = m.ttd_s;
   if (m.completed < m.jobs && end_s > first_arrival) span = std::max(span, end_s - first_arrival);
-  if (m.ttd_s > 0 && total_gpus > 0) m.cru = gpu_seconds / (total_gpus * span);
+  // With none finished there is no TTD, but the GPUs were still allocated
+  // over the span up to the stop: CRU is that share.
+  if (span > 0 && total_gpus > 0) m.cru = gpu_seconds / (total_gpus * span);
   m.decision_mean_ms = mean(decision_ms);
   m.decision_p99_ms = percentile(decision_ms, 99);
   m.decision_max_ms =

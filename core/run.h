@@ -29,7 +29,7 @@ struct RunMetrics {
   long jobs = 0, completed = 0;
   double jct_mean_s = 0, jct_median_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double queue_mean_s = 0, queue_median_s = 0, queue_p95_s = 0, queue_p99_s = 0;
-  double ttd_s = 0;        // last completion - first arrival (makespan)
+  double ttd_s = 0;        // last completion - first arrival (makespan); 0 = none finished
   double cru = 0;          // allocated GPU-seconds / (GPUs x TTD, or the run's span if longer with jobs unfinished)
   double decision_mean_ms = 0, decision_p99_ms = 0, decision_max_ms = 0;
   long rounds = 0;

@@ -751,6 +751,16 @@ TEST_F(Cli, ReplayFlagsAreCheckedWhateverTheTrace) {
                             "--horizon", "1"});
   ASSERT_EQ(early.status, 0) << early.err;
   EXPECT_TRUE(std::regex_search(early.out, std::regex("fifo +3 +0 +- +- +- +- "))) << early.out;
+  // The JSON says so too (TTD null, not 0.0), and the GPUs it kept busy still
+  // count: CRU over the span run (it read 0.0 with them ~88 % busy).
+  const Result early_json = run({"simulate", "--trace", three, "--cluster", "v100:8", "--policy", "fifo", "--no-db",
+                                 "--horizon", "600", "--json"});
+  ASSERT_EQ(early_json.status, 0) << early_json.err;
+  const nlohmann::json em = nlohmann::json::parse(early_json.out)["runs"][0]["metrics"];
+  EXPECT_TRUE(em["ttd_s"].is_null()) << em.dump();
+  EXPECT_TRUE(em["jct_mean_s"].is_null()) << em.dump();
+  EXPECT_GT(em["cru"].get<double>(), 0) << em.dump();
+  EXPECT_LE(em["cru"].get<double>(), 1) << em.dump();
   const Result lim = run({"trace", "inspect", trace, "--limit", "-2"});
   EXPECT_EQ(lim.status, 2) << lim.err;
   const Result gen = run({"trace", "generate", "--reference-gpu", "nope"});

@@ -75,6 +75,11 @@ TEST(ComputeMetrics, NothingFinished) {
   EXPECT_EQ(m.cru, 0);
   EXPECT_EQ(m.jct_mean_s, 0);
   EXPECT_DOUBLE_EQ(m.queue_mean_s, 5);
+  // Stopped at 40 s (--horizon) with none done: no TTD, but the 20 GPU-s
+  // allocated are a share of the span run (it read 0 with the GPUs busy).
+  const RunMetrics stopped = compute_metrics({job(0, 0, 5, -1, 20)}, 8, {}, 3, 1, 40);
+  EXPECT_EQ(stopped.ttd_s, 0);
+  EXPECT_DOUBLE_EQ(stopped.cru, 20.0 / (8 * 40));
   const RunMetrics empty = compute_metrics({}, 8, {}, 0, 0);
   EXPECT_EQ(empty.jobs, 0);
   EXPECT_EQ(empty.ttd_s, 0);
