@@ -11,6 +11,7 @@
 #include <regex>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -278,6 +279,20 @@ void check_out_file(const char* flag, const std::string& path) {
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) throw InputError(what + ": no folder " + parent.string());
   if (::access(parent.c_str(), W_OK | X_OK) != 0) throw InputError(what + ": folder " + parent.string() + " is not writable");
+  // A database (the --db just read, most often) is never an output: writing
+  // a CSV over it lost every stored profile and run, with exit 0.
+  const auto is_sqlite = [](const std::string& file) {
+    char head[16] = {};
+    std::ifstream in(file, std::ios::binary);
+    return in.read(head, sizeof head) && std::string(head, sizeof head) == std::string("SQLite format 3\0", 16);
+  };
+  std::string base = path;
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    if (base.size() > std::strlen(suffix) && base.ends_with(suffix)) base.resize(base.size() - std::strlen(suffix));
+  if (fs::is_regular_file(path, ec) && is_sqlite(path))
+    throw InputError(what + ": is an SQLite database; refusing to overwrite it (name another file)");
+  if (base != path && fs::is_regular_file(base, ec) && is_sqlite(base))
+    throw InputError(what + ": belongs to the SQLite database " + base + "; refusing to overwrite it");
 }
 
 void check_out_dir(const char* flag, const std::string& path) {

@@ -139,8 +139,8 @@ void check_limit(long limit);
 // or not the trace format uses it.
 std::string reference_gpu_flag(const std::string& name);
 // For a file written after long work: throws InputError "--FLAG PATH: ..."
-// now unless its folder exists and is writable and PATH is not a folder.
-// Creates nothing.
+// now unless its folder exists and is writable and PATH is not a folder nor
+// an SQLite database (or its -wal, -shm, -journal). Creates nothing.
 void check_out_file(const char* flag, const std::string& path);
 // The same for a folder the outputs go in: created now if missing; else
 // InputError "PATH: --FLAG must be a directory that can be created".

@@ -70,6 +70,7 @@ int db_show(const std::vector<std::string>& args) {
       throw InputError("a run id is a whole number from 1 (cellsched db runs lists them), got '" + a + "'");
     ids.push_back(*id);
   }
+  if (vm.count("jobs-csv")) check_out_file("jobs-csv", jobs_csv);
   const db::Store store = open_existing(path);
   std::vector<RunRecord> runs;
   for (int64_t id : ids) {

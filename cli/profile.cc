@@ -416,6 +416,7 @@ int profile_export(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("cellsched profile export ID [--format csv|json] [-o FILE] [--db PATH]", args, opt, pos, vm)) return 0;
   if (format != "csv" && format != "json") throw InputError("--format: '" + format + "' is not csv or json");
+  if (vm.count("output")) check_out_file("output", out_path);
   const ProfileRun r = load_or_fail(open_existing(path), path, id);
   std::ofstream file;
   if (vm.count("output")) {

@@ -29,6 +29,7 @@ void write_csv(const Trace& trace, const std::string& given) {
   std::error_code ec;
   const fs::file_status st = fs::status(given, ec);
   if (fs::is_directory(st)) throw InputError(given + ": is a folder (-o names the CSV file)");
+  if (fs::is_regular_file(st) || !fs::exists(st)) check_out_file("output", given);
   if (fs::exists(st) && !fs::is_regular_file(st)) {
     std::ofstream f(given);
     if (!f) throw InputError(given + ": cannot write");

@@ -70,11 +70,7 @@ ProfileStore ProfileStore::open(const std::string& path) {
   conn.exec("PRAGMA busy_timeout = 5000");
   conn.exec("PRAGMA foreign_keys = ON");
   conn.exec("PRAGMA synchronous = NORMAL");
-  const int found = schema::user_version(conn);
-  if (found > Store::kSchemaVersion)
-    throw StoreError(path + ": database schema version " + std::to_string(found) +
-                     " is newer than this build supports (version " +
-                     std::to_string(Store::kSchemaVersion) + "); use a newer cellsched");
+  schema::check_ours(conn);  // before WAL mode rewrites the header
   if (!conn.in_memory()) conn.exec("PRAGMA journal_mode = WAL");
   schema::migrate(conn, Store::kSchemaVersion);
   return ProfileStore(std::make_unique<Impl>(Impl{std::move(conn)}));

@@ -1,5 +1,7 @@
 #include "db/schema.h"
 
+#include "core/error.h"
+
 #include <iterator>
 #include <string>
 
@@ -321,6 +323,14 @@ bool has_user_tables(Connection& conn) {
 int user_version(Connection& conn) {
   Statement q(conn, "PRAGMA user_version");
   return q.step() ? static_cast<int>(q.column_int64(0)) : 0;
+}
+
+void check_ours(Connection& conn) {
+  const int found = user_version(conn);
+  if (found > Store::kSchemaVersion) throw InputError(too_new(conn, found, Store::kSchemaVersion));
+  if (found == 0 && has_user_tables(conn))
+    throw InputError(conn.path() + ": not a cellsched database (it has tables but no schema version); "
+                     "give --db a cellsched database or a new file");
 }
 
 void migrate(Connection& conn, int target) {

@@ -17,4 +17,9 @@ int user_version(Connection& conn);
 // is unknown, or when a version-0 file already holds tables (not ours).
 void migrate(Connection& conn, int target);
 
+// Reads only: throws InputError (the user's --db, exit 2) when the file is
+// newer than this build or is another application's database (tables but no
+// version). Called before anything writes to it, WAL mode included.
+void check_ours(Connection& conn);
+
 }  // namespace cellsched::db::schema

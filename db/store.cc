@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "db/schema.h"
 #include "db/sqlite.h"
@@ -189,7 +191,13 @@ void check_db_file(const std::string& path) {
   std::error_code ec;
   check_db_path(path);                   // a folder, a device, a missing folder: named now
   if (!fs::exists(path, ec)) return;     // created when something is first stored
-  Connection::open(path);  // reads the header; a stranger file is named there
+  Connection conn = Connection::open(path);  // reads the header; a stranger file is named there
+  schema::check_ours(conn);                  // a newer or foreign database, named before the work
+  // Storing writes the file and its -wal beside it: an unwritable one failed
+  // only after the whole measurement (exit 1, the results lost).
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (::access(path.c_str(), W_OK) != 0 || ::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw InputError(path + ": the database (or its folder) is not writable");
 }
 
 Store Store::open(const std::string& path) {
@@ -198,13 +206,9 @@ Store Store::open(const std::string& path) {
   conn.exec("PRAGMA busy_timeout = 5000");
   conn.exec("PRAGMA foreign_keys = ON");  // per connection, and only outside a transaction
   conn.exec("PRAGMA synchronous = NORMAL");
-  // Refuse a newer file before anything below writes to it.
-  const int found = schema::user_version(conn);
-  if (found > kSchemaVersion) {
-    throw StoreError(path + ": database schema version " + std::to_string(found) +
-                     " is newer than this build supports (version " +
-                     std::to_string(kSchemaVersion) + "); use a newer cellsched");
-  }
+  // Refuse a newer file, or another application's, before anything below
+  // writes to it (WAL mode rewrites the header).
+  schema::check_ours(conn);
   if (!conn.in_memory()) conn.exec("PRAGMA journal_mode = WAL");  // persistent in the file
   schema::migrate(conn, kSchemaVersion);
   auto impl = std::make_unique<Impl>(Impl{std::move(conn), 0});

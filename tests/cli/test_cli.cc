@@ -115,6 +115,11 @@ TEST_F(Cli, SimulateComparesPoliciesAndStoresRuns) {
   EXPECT_EQ(shown["policy"], "yarn-cs");  // newest first
   r = run({"db", "show", "999", "--db", db()});
   EXPECT_EQ(r.status, 2);
+  // --jobs-csv naming the database is refused, the runs intact (it was overwritten, exit 0).
+  r = run({"db", "show", "1", "--db", db(), "--jobs-csv", db()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--jobs-csv " + db() + ": is an SQLite database"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"db", "runs", "--db", db(), "--json"}).out, nlohmann::json(runs).dump(2) + "\n");
 }
 
 TEST_F(Cli, BadTraceNamesFileAndLineAndStoresNothing) {

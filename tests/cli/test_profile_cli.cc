@@ -111,6 +111,16 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
   EXPECT_EQ(nlohmann::json::parse(r.out)["layers"].size(), 6u);
   r = run({"profile", "export", "99", "--db", db_});
   EXPECT_EQ(r.status, 2);
+  // -o naming the database itself (or its WAL) is refused, the store intact:
+  // it wrote the CSV over it, exit 0, every profile lost.
+  const auto size = std::filesystem::file_size(db_);
+  for (const std::string& out : {db_, db_ + "-wal"}) {
+    r = run({"profile", "export", std::to_string(id), "--db", db_, "-o", out});
+    EXPECT_EQ(r.status, 2) << out;
+    EXPECT_NE(r.err.find("SQLite database"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(std::filesystem::file_size(db_), size);
+  EXPECT_EQ(profiles(), 1);
   r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
            "--threads", "1", "--cache-flush-mib", "8", "--no-db", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "db/profile_store.h"
 #include "db/schema.h"
 #include "db/sqlite.h"
 #include "db/store.h"
@@ -652,8 +653,8 @@ TEST(Schema, RefusesANewerFileAndLeavesItAlone) {
   }
   try {
     Store::open(db.path());
-    FAIL() << "expected StoreError";
-  } catch (const StoreError& e) {
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {  // the user's --db: exit 2
     const std::string what = e.what();
     EXPECT_NE(what.find("99"), std::string::npos) << what;
     EXPECT_NE(what.find("version " + std::to_string(Store::kSchemaVersion)), std::string::npos)
@@ -663,6 +664,20 @@ TEST(Schema, RefusesANewerFileAndLeavesItAlone) {
   Connection conn = Connection::open(db.path());
   EXPECT_EQ(schema::user_version(conn), 99);
   EXPECT_EQ(pragma_text(conn, "journal_mode"), "delete");  // not switched to WAL
+  // A verb that stores after long work names it before the work.
+  EXPECT_THROW(check_db_file(db.path()), InputError);
+}
+
+// A database that cannot be written is named before the work (profile
+// compute measured for minutes, then failed to store, exit 1).
+TEST(Schema, CheckDbFileNamesAnUnwritableDatabase) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes a file whatever its mode";
+  TempDb db;
+  { Store::open(db.path()); }
+  EXPECT_NO_THROW(check_db_file(db.path()));
+  std::filesystem::permissions(db.path(), std::filesystem::perms::owner_read);
+  EXPECT_THROW(check_db_file(db.path()), InputError);
+  std::filesystem::permissions(db.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 TEST(Schema, RefusesADatabaseThatIsNotOurs) {
@@ -671,8 +686,13 @@ TEST(Schema, RefusesADatabaseThatIsNotOurs) {
     Connection conn = Connection::open(db.path());
     conn.exec("CREATE TABLE something_else(x)");
   }
-  EXPECT_THROW(Store::open(db.path()), StoreError);
+  // The user's --db (exit 2), refused before anything writes to it: the
+  // journal mode stays the other application's (WAL used to be switched on).
+  EXPECT_THROW(Store::open(db.path()), InputError);
+  EXPECT_THROW(ProfileStore::open(db.path()), InputError);
+  EXPECT_THROW(check_db_file(db.path()), InputError);
   Connection conn = Connection::open(db.path());
+  EXPECT_EQ(pragma_text(conn, "journal_mode"), "delete");
   EXPECT_EQ(schema::user_version(conn), 0);
   Statement q(conn, "SELECT 1 FROM sqlite_schema WHERE name = 'runs'");
   EXPECT_FALSE(q.step());
