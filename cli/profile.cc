@@ -1,5 +1,6 @@
 // `cellsched profile compute|comm|list|show|export` (and the hidden
 // `comm-worker`, the process `profile comm` launches once per rank).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -21,11 +22,14 @@
 namespace cellsched::cli {
 namespace {
 
-std::vector<int> int_list(const std::string& opt, const std::string& text) {
+// `unique`: a value given twice is refused (it was measured and stored twice).
+std::vector<int> int_list(const std::string& opt, const std::string& text, bool unique = false) {
   std::vector<int> v;
   for (const auto& item : split_list(text)) {
     const auto n = detail::to_int(item);
     if (!n || *n < 1 || *n > 1000000) throw InputError("--" + opt + ": '" + item + "' is not an integer in [1, 1000000]");
+    if (unique && std::find(v.begin(), v.end(), *n) != v.end())
+      throw InputError("--" + opt + ": " + item + " is given twice");
     v.push_back(static_cast<int>(*n));
   }
   if (v.empty()) throw InputError("--" + opt + ": empty list");
@@ -158,7 +162,22 @@ void print_header(const ProfileRun& r, std::ostream& out) {
   out << "\n";
 }
 
-std::string checked_gpu_type(const std::string& s) { return s.empty() ? s : canonical_gpu_name(s); }
+// --gpu-type's catalogue name, refused when it contradicts where the times
+// are measured: a CPU's (--device cpu, Gloo) filed as an H100's priced the
+// H100 5x slower than the model, as "measured"; a GPU's filed as the CPU's
+// would price the CPU.
+std::string checked_gpu_type(const std::string& s, bool on_cpu, const std::string& where) {
+  if (s.empty()) return s;
+  const std::string name = canonical_gpu_name(s);
+  const GpuSpec* g = find_gpu(name);
+  const bool cpu_type = g && g->arch == "cpu";
+  if (on_cpu && !cpu_type)
+    throw InputError("--gpu-type " + s + ": " + where + " measures the CPU; its times are not a " + name +
+                     "'s (omit --gpu-type, or profile on a " + name + ")");
+  if (!on_cpu && cpu_type)
+    throw InputError("--gpu-type " + s + ": " + where + " measures a GPU, not the CPU");
+  return name;
+}
 
 // Stores the run unless --no-db; the store is opened only after measuring, so
 // bad input leaves no file behind. True when it was stored.
@@ -210,9 +229,9 @@ int profile_compute(const std::vector<std::string>& args) {
   if (!parse("cellsched profile compute --model NAME [--device cpu|cuda:N] [options]", args, opt, {}, vm)) return 0;
   profiler::ComputeOptions o;
   o.device = device;
-  o.device_type = checked_gpu_type(gpu_type);
-  o.micro_batches = int_list("micro-batches", mbs);
-  o.tp_degrees = int_list("tp", tps);
+  o.device_type = checked_gpu_type(gpu_type, device == "cpu", "--device " + device);
+  o.micro_batches = int_list("micro-batches", mbs, true);
+  o.tp_degrees = int_list("tp", tps, true);
   const bool cpu = device == "cpu";
   o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
   o.warmup = vm.count("warmup") ? warmup : (cpu ? 1 : 5);
@@ -228,7 +247,12 @@ int profile_compute(const std::vector<std::string>& args) {
     o.cache_flush_bytes = *mib << 20;
   }
   ModelSpec model = load_model(model_name);
-  if (vm.count("input-shape")) model.input_shape = int_list("input-shape", input_shape);
+  if (vm.count("input-shape")) {
+    if (model.family != "torchscript")
+      throw InputError("--input-shape: " + model.name + " is a " + model.family +
+                       " model with its own input; the flag is for a TorchScript file");
+    model.input_shape = int_list("input-shape", input_shape);
+  }
   o.progress = progress_bar("profiling " + model.name);
   if (!vm.count("no-db")) db::check_db_file(db_path);  // named before measuring, not after
   auto backend = profiler::make_compute_backend(o);
@@ -279,6 +303,10 @@ int profile_comm(const std::vector<std::string>& args) {
   profiler::CommOptions o;
   o.backend = backend;
   o.ranks = ranks;
+  // One rank has no one to talk to: its "all-reduce" read 4,757 GB/s. A
+  // smoke test of the code path may run it; no estimate may use it.
+  if (ranks == 1 && !vm.count("no-db"))
+    throw InputError("--ranks 1: a collective needs two ranks to measure a link (--no-db runs it as a smoke test)");
   o.devices_per_process = dpp;
   if (vm.count("sizes")) o.sizes = size_list(sizes);
   if (vm.count("collectives")) o.collectives = split_list(colls);
@@ -287,7 +315,7 @@ int profile_comm(const std::vector<std::string>& args) {
   o.warmup = vm.count("warmup") ? warmup : (gloo ? 1 : 5);
   check_flag_range("warmup", o.warmup, 0, 100000);
   o.passes = passes;
-  o.device_type = checked_gpu_type(gpu_type);
+  o.device_type = checked_gpu_type(gpu_type, gloo, "--backend " + backend);
   check_flag_range("timeout", timeout, 0.001, 1e6);  // 1e308 became a negative int deeper
   o.timeout_s = timeout;
   o.worker_command = worker_command();

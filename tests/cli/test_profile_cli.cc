@@ -59,6 +59,12 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1,x"},
            {"profile", "compute", "--model", "gpt-tiny", "--device", "tpu:0"},
            {"profile", "compute", "--model", "gpt-tiny", "--gpu-type", "v200"},
+           {"profile", "compute", "--model", "gpt-tiny", "--gpu-type", "h100"},  // CPU times filed as an H100's
+           {"profile", "compute", "--model", "gpt-tiny", "--tp", "1,1"},         // measured and stored twice
+           {"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "2,2"},
+           {"profile", "compute", "--model", "gpt-tiny", "--input-shape", "3,32"},  // a zoo model has its own
+           {"profile", "comm", "--gpu-type", "h100"},  // Gloo on the CPU filed as an H100's
+           {"profile", "comm", "--ranks", "1"},        // "4,757 GB/s" with no one to talk to
            {"profile", "compute", "--model", "gpt-tiny", "--cache-flush-mib", "lots"},
            {"profile", "compute", "--model", "gpt-tiny", "--threads", "99999999"},  // hung
            {"profile", "compute", "--model", "gpt-tiny", "--warmup", "-1"},
