@@ -44,7 +44,8 @@ void check_host_mode_args(const HostModeArgs& a, const po::variables_map& vm) {
   }
   // The rigid engine's flags: host mode has no rounds, restarts or copies.
   for (const char* flag : {"round", "restart", "fork-efficiency", "fork-scaling", "consolidation",
-                           "hadar-spare-exponent", "hadar-ratio-exponent", "hadar-ratio-cap", "no-bound"})
+                           "hadar-spare-exponent", "hadar-ratio-exponent", "hadar-ratio-cap", "no-bound",
+                           "replay-failures"})
     if (vm.count(flag) && !vm[flag].defaulted())
       throw InputError(std::string("--") + flag + " does not apply to the host-scheduler mode (--malleable)");
   check_flag_range("grace", a.grace_s, 0, 86400);

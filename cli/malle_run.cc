@@ -173,6 +173,9 @@ RunRecord to_record(const MalleResult& r, const ReplayInputs& in, const HostMode
 
 int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vector<std::string>& names,
                   const po::variables_map& vm, const std::string& db_path, const std::string& out_dir) {
+  // As the rigid mode: none named ran nothing, exit 0, and stored a trace;
+  // a policy named twice ran and was stored twice.
+  if (names.empty()) throw InputError("--policy: no policy named");
   std::vector<MallePolicy> policies;
   for (const std::string& n : names) {
     try {
@@ -180,13 +183,21 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
     } catch (const std::invalid_argument& e) {
       throw InputError(std::string("--policy: ") + e.what());
     }
+    for (size_t k = 0; k + 1 < policies.size(); ++k)
+      if (policies[k] == policies.back())
+        throw InputError(std::string("--policy: ") + malle_policy_name(policies.back()) + " is named twice");
   }
   const ReplayInputs in = load_replay_inputs(ra, false);
-  for (const Node& n : in.cluster.nodes)
-    if (n.gpus != in.cluster.nodes.front().gpus)
+  // Nodes are interchangeable in host mode: a k80 node beside v100s ran as a v100.
+  const Node& first = in.cluster.nodes.front();
+  for (const Node& n : in.cluster.nodes) {
+    if (n.gpus != first.gpus)
       throw InputError("--cluster " + in.cluster.name + ": host mode needs nodes of one size (node " + n.name + " has " +
-                       std::to_string(n.gpus) + " GPUs, " + in.cluster.nodes.front().name + " " +
-                       std::to_string(in.cluster.nodes.front().gpus) + ")");
+                       std::to_string(n.gpus) + " GPUs, " + first.name + " " + std::to_string(first.gpus) + ")");
+    if (n.gpu_type != first.gpu_type)
+      throw InputError("--cluster " + in.cluster.name + ": host mode needs nodes of one GPU type (node " + n.name +
+                       " has " + n.gpu_type + ", " + first.name + " " + first.gpu_type + ")");
+  }
   const std::vector<HostJob> primary = host_jobs_from_trace(in.trace, in.cluster, *in.oracle, ha.walltime_factor);
   const std::vector<MalleableJob> mix = load_malleable_mix(ha.malleable, in.table, *in.oracle, in.cluster, ra.seed);
   if (vm.count("out")) check_out_dir("out", out_dir);

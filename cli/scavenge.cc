@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -111,22 +112,31 @@ int cmd_scavenge(const std::vector<std::string>& args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   const runner::ScavengeReport r = runner::scavenge(jobs, o, &g_stop);
+  // A job given up on is a failure of the run: exit 1, and it says why.
+  const bool any_failed = std::any_of(r.jobs.begin(), r.jobs.end(), [](const auto& jr) { return jr.failed; });
   if (json) {
-    nlohmann::json j = {{"polls", r.polls}, {"launches", r.launches}, {"claims", r.claims},
-                        {"cancelled_launches", r.cancelled_launches}, {"release_max_s", r.release_max_s},
-                        {"node_hours", r.node_s / 3600}, {"jobs", nlohmann::json::array()}};
+    nlohmann::json j = {{"polls", r.polls}, {"failed_polls", r.failed_polls}, {"launches", r.launches},
+                        {"claims", r.claims}, {"cancelled_launches", r.cancelled_launches},
+                        {"release_max_s", r.release_max_s}, {"node_hours", r.node_s / 3600},
+                        {"jobs", nlohmann::json::array()}};
     for (const auto& jr : r.jobs)
-      j["jobs"].push_back({{"name", jr.name}, {"iterations_done", jr.iterations_done}, {"launches", jr.launches}, {"done", jr.done}});
+      j["jobs"].push_back({{"name", jr.name}, {"iterations_done", jr.iterations_done}, {"launches", jr.launches},
+                           {"done", jr.done}, {"failed", jr.failed}, {"error", jr.error}});
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return any_failed ? 1 : 0;
   }
   Table t({"job", "iterations done", "launches", "done"});
-  for (const auto& jr : r.jobs) t.add({jr.name, fixed(jr.iterations_done, 0), std::to_string(jr.launches), jr.done ? "yes" : "no"});
+  for (const auto& jr : r.jobs)
+    t.add({jr.name, fixed(jr.iterations_done, 0), std::to_string(jr.launches), jr.done ? "yes" : jr.failed ? "failed" : "no"});
   std::cout << "\n";
   t.print(std::cout);
   std::cout << "\n" << r.launches << " launches, " << r.claims << " claims (longest release " << fixed(r.release_max_s, 1)
-            << " s), " << fixed(r.node_s / 3600, 2) << " node-hours used\n";
-  return 0;
+            << " s), " << fixed(r.node_s / 3600, 2) << " node-hours used";
+  if (r.failed_polls > 0) std::cout << "; " << r.failed_polls << " polls failed and were skipped";
+  std::cout << "\n";
+  for (const auto& jr : r.jobs)
+    if (jr.failed) std::cerr << "cellsched scavenge: " << jr.name << " failed: " << jr.error << "\n";
+  return any_failed ? 1 : 0;
 }
 
 }  // namespace cellsched::cli

@@ -73,12 +73,19 @@ std::vector<runner::ScavengeJob> load_scavenge_jobs(const std::string& path) {
       sigma = *s;
     }
     j.curve = amdahl_curve(1, sigma, j.max_nodes);
-    for (size_t i = 5; i < f.size(); ++i) j.command.emplace_back(detail::trim(f[i]));
-    if (j.command[0].empty()) fail_input(path, line_no, "empty command");
+    for (size_t i = 5; i < f.size(); ++i) {
+      j.command.emplace_back(detail::trim(f[i]));
+      if (j.command.back().empty())
+        fail_input(path, line_no, i == 5 ? std::string("empty command")
+                                         : "argument " + std::to_string(i - 5) + " of the command is empty (a stray comma?)");
+    }
     const std::string exe = runner::find_executable(j.command[0]);
     std::error_code ec;
     if (exe.empty() || !std::filesystem::is_regular_file(exe, ec) || access(exe.c_str(), X_OK) != 0)
       fail_input(path, line_no, "'" + j.command[0] + "' is not an executable file");
+    // A launch runs in the job's state folder: a relative path found here
+    // ("build/trainer") would not be found there, and every launch failed.
+    if (j.command[0].find('/') != std::string::npos) j.command[0] = std::filesystem::absolute(exe).lexically_normal().string();
     jobs.push_back(std::move(j));
   }
   if (!header) fail_input(path, 0, std::string("empty: expected the header ") + kHeader);

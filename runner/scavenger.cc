@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -121,8 +122,20 @@ struct JobState {
   double done = 0;
   int next_k = 0;
   int launches = 0;
-  bool finished = false;
+  bool finished = false;  // done, or given up on (failed)
+  int empty_in_row = 0;   // launches that ended by themselves with nothing trained
+  bool failed = false;
+  std::string error;
 };
+
+// The last non-empty line of a launch's log ("" when there is none).
+std::string last_log_line(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
 
 class Scavenger {
  public:
@@ -141,7 +154,7 @@ class Scavenger {
       state_.push_back(s);
     }
     for (size_t i = 0; i < jobs.size(); ++i)
-      report_.jobs.push_back({jobs[i].name, state_[i].done, 0, state_[i].finished});
+      report_.jobs.push_back({jobs[i].name, state_[i].done, 0, state_[i].finished, false, ""});
   }
 
   ScavengeReport run(const std::atomic<bool>* stop);
@@ -166,6 +179,7 @@ class Scavenger {
   }
 
   const std::vector<ScavengeJob>& jobs_;
+  std::set<std::string> passed_over_;  // pending jobs logged as not waiting for nodes
   ScavengeOptions o_;
   std::vector<JobState> state_;
   std::vector<Launch> launches_;
@@ -198,6 +212,16 @@ void Scavenger::settle(double now) {
     if (s.done >= jobs_[l.job].iterations) {
       s.finished = true;
       msg << ": done";
+    }
+    // Ended unasked with nothing trained: the command fails (a path the
+    // launch cannot find, a crash at start). It was relaunched every poll.
+    s.empty_in_row = n <= 0 && l.stop_sent_s < 0 ? s.empty_in_row + 1 : 0;
+    if (!s.finished && s.empty_in_row >= kMaxEmptyLaunches) {
+      s.finished = s.failed = true;
+      const fs::path log_file = s.dir / ("launch-" + std::to_string(l.k) + ".log");
+      s.error = std::to_string(s.empty_in_row) + " launches in a row trained nothing";
+      if (const std::string last = last_log_line(log_file); !last.empty()) s.error += "; " + log_file.string() + ": " + last;
+      msg << ": giving up (" << s.error << ")";
     }
     log(msg.str());
     it = launches_.erase(it);
@@ -263,8 +287,16 @@ void Scavenger::look(double now) {
   std::map<std::string, const SlurmJob*> ours;
   const SlurmJob* head = nullptr;
   for (const SlurmJob& j : queue) {
-    if (j.name.rfind("cellsched-scav-", 0) == 0) ours[j.name] = &j;
-    else if (!head && j.state == "PENDING") head = &j;
+    if (j.name.rfind("cellsched-scav-", 0) == 0) {
+      ours[j.name] = &j;
+    } else if (!head && j.state == "PENDING") {
+      // A held job, or one waiting for another to end, wants no node now:
+      // taken as the head, it stopped all scavenging, silently.
+      if (pends_for_nodes(j.reason)) head = &j;
+      else if (passed_over_.insert(j.id).second)
+        log("job " + j.id + " pends for " + (j.reason.empty() ? "no reason given" : j.reason) +
+            ", not for nodes: scavenging around it");
+    }
   }
   int ours_running = 0;
   std::set<std::string> promised;
@@ -337,12 +369,30 @@ void Scavenger::look(double now) {
 
 ScavengeReport Scavenger::run(const std::atomic<bool>* stop) {
   const double start = wall_now();
+  std::exception_ptr fatal;
+  int failed_in_row = 0;
   while (true) {
     const double now = wall_now();
     settle(now);
     const bool all_done = std::all_of(state_.begin(), state_.end(), [](const JobState& s) { return s.finished; });
     if ((all_done && launches_.empty()) || (stop && *stop) || (o_.duration_s >= 0 && now - start >= o_.duration_s)) break;
-    if (!all_done) look(now);
+    if (!all_done) {
+      // A busy slurmctld fails or stalls now and then: skip that poll. One
+      // failure used to end the scavenger and leave its launches training.
+      try {
+        look(now);
+        failed_in_row = 0;
+      } catch (const std::runtime_error& e) {
+        ++report_.failed_polls;
+        if (++failed_in_row >= kMaxFailedPolls) {
+          log(std::string(e.what()) + ": " + std::to_string(failed_in_row) +
+              " polls in a row failed; stopping what runs (checkpointed)");
+          fatal = std::current_exception();
+          break;
+        }
+        log(std::string(e.what()) + ": poll skipped");
+      }
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(o_.interval_s));
   }
   // Leave: checkpoint what runs, then cancel what did not exit in time.
@@ -358,12 +408,24 @@ ScavengeReport Scavenger::run(const std::atomic<bool>* stop) {
   for (size_t i = 0; i < state_.size(); ++i) {
     report_.jobs[i].iterations_done = state_[i].done;
     report_.jobs[i].launches = state_[i].launches;
-    report_.jobs[i].done = state_[i].finished;
+    report_.jobs[i].done = state_[i].finished && !state_[i].failed;
+    report_.jobs[i].failed = state_[i].failed;
+    report_.jobs[i].error = state_[i].error;
   }
+  if (fatal) std::rethrow_exception(fatal);
   return report_;
 }
 
 }  // namespace
+
+bool pends_for_nodes(const std::string& reason) {
+  // squeue's %r for a job the scheduler will start once nodes free up:
+  // Resources (its own turn), Priority (behind another), None (not yet
+  // looked at by a cycle). Every other reason (JobHeldUser, JobHeldAdmin,
+  // Dependency, BeginTime, a QOS or association limit, ...) waits on
+  // something no idle node changes.
+  return reason.empty() || reason == "Resources" || reason == "Priority" || reason == "None";
+}
 
 std::vector<SlurmNode> parse_sinfo(const std::string& text) {
   std::vector<SlurmNode> out;

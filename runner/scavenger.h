@@ -29,6 +29,9 @@ struct SlurmJob {
 std::vector<SlurmNode> parse_sinfo(const std::string& text);
 // `squeue -h -o %i|%j|%T|%D|%S|%r` (priority order as squeue sorts it).
 std::vector<SlurmJob> parse_squeue(const std::string& text);
+// Whether a pending job with squeue's reason `reason` waits for nodes
+// (Resources, Priority, None): only such a job may claim the idle nodes.
+bool pends_for_nodes(const std::string& reason);
 // "2026-12-02T01:02:03" (local time, as Slurm prints it) -> unix seconds;
 // "N/A", "Unknown" or malformed -> -1.
 double parse_slurm_time(const std::string& s);
@@ -67,18 +70,29 @@ struct ScavengeJobReport {
   double iterations_done = 0;
   int launches = 0;
   bool done = false;
+  // Given up on: kMaxEmptyLaunches launches in a row ended, unasked, having
+  // trained nothing (a command that cannot run was relaunched every poll).
+  bool failed = false;
+  std::string error;  // why, with the last line of the last launch's log
 };
 
+// Launches in a row that end by themselves with no iteration trained before
+// the scavenger gives up on the job; polls in a row that fail (sinfo or
+// squeue erring or silent) before it stops, checkpointing what runs.
+constexpr int kMaxEmptyLaunches = 3;
+constexpr int kMaxFailedPolls = 5;
+
 struct ScavengeReport {
-  long polls = 0, launches = 0, claims = 0, cancelled_launches = 0;
+  long polls = 0, failed_polls = 0, launches = 0, claims = 0, cancelled_launches = 0;
   double release_max_s = 0;   // longest time from seeing a waiting job blocked by ours to their exit
   double node_s = 0;          // node-seconds our jobs held
   std::vector<ScavengeJobReport> jobs;
 };
 
-// Runs until every job is done, `duration_s` passes or `*stop` is set; then
-// stops what still runs (checkpointed). Throws std::runtime_error when the
-// Slurm clients fail.
+// Runs until every job is done or given up on, `duration_s` passes or
+// `*stop` is set; then stops what still runs (checkpointed). A poll whose
+// Slurm clients fail is logged and skipped; after kMaxFailedPolls in a row it
+// stops what runs, checkpointed, and throws std::runtime_error.
 ScavengeReport scavenge(const std::vector<ScavengeJob>& jobs, const ScavengeOptions& options,
                         const std::atomic<bool>* stop = nullptr);
 

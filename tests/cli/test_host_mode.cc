@@ -2,6 +2,8 @@
 // stored runs and learned curves, and its bad inputs (exit 2, nothing stored).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <filesystem>
 #include <fstream>
 
@@ -162,12 +164,29 @@ TEST_F(HostMode, BadInputNamesTheLineAndStoresNothing) {
         << r.err;
   }
   // The rigid engine's flags have no meaning here; they were ignored silently.
-  for (const std::string flag : {"--fork-efficiency", "--round", "--restart", "--hadar-ratio-cap"}) {
+  for (const std::string flag : {"--fork-efficiency", "--round", "--restart", "--hadar-ratio-cap", "--replay-failures"}) {
     std::vector<std::string> args = base(good);
-    args.insert(args.end(), {flag, "1"});
+    args.push_back(flag);
+    if (flag != "--replay-failures") args.push_back("1");
     const Result r = run(args);
     EXPECT_EQ(r.status, 2) << flag;
     EXPECT_NE(r.err.find(flag + " does not apply to the host-scheduler mode"), std::string::npos) << r.err;
+  }
+  // No policy ran nothing, exit 0, and stored a trace; one named twice ran
+  // twice; a k80 node beside a v100 ran as a v100. As in the rigid mode: refused.
+  const std::string mixed = write("mixed.yaml", "nodes:\n  - {name: a, gpu_type: v100, gpus: 1}\n"
+                                                "  - {name: b, gpu_type: k80, gpus: 1}\n");
+  for (const auto& [flag, value, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--policy", "", "--policy: no policy named"},
+           {"--policy", "malletrain,malletrain", "--policy: malletrain is named twice"},
+           {"--cluster", mixed, "host mode needs nodes of one GPU type (node b has k80, a v100)"}}) {
+    std::vector<std::string> args = base(good);
+    if (flag == "--cluster") args[6] = value;
+    else args.insert(args.end(), {flag, value});
+    const Result bad_run = run(args);
+    EXPECT_EQ(bad_run.status, 2) << flag << " " << value << ": " << bad_run.err;
+    EXPECT_NE(bad_run.err.find(says), std::string::npos) << bad_run.err;
   }
   // A primary job larger than the cluster is named.
   std::vector<std::string> small = base(good);

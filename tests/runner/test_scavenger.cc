@@ -114,6 +114,106 @@ TEST(Scavenger, LeavesThePlanMarginBeforeAReservation) {
   EXPECT_NE(calls.find("--nodelist=node1"), std::string::npos) << calls;
 }
 
+// Fake Slurm clients in a fresh folder: one idle node, the given squeue
+// output, an srun that runs `srun_body`; one job "hpo" of 100 iterations.
+struct FakeSlurm {
+  fs::path dir = cellsched::testing::fresh_test_dir("cellsched-scav-fake");
+  ScavengeOptions o;
+  ScavengeJob job;
+  std::string script(const std::string& name, const std::string& body) {
+    cellsched::testing::write_executable(dir / name, "#!/bin/sh\n" + body + "\n");
+    return (dir / name).string();
+  }
+  FakeSlurm(const std::string& squeue_body, const std::string& srun_body) {
+    o.state_dir = (dir / "state").string();
+    o.interval_s = 0.1;
+    o.duration_s = 3;
+    o.sinfo = script("sinfo", "printf 'node1|idle\\n'");
+    o.squeue = script("squeue", squeue_body);
+    o.srun = script("srun", "echo \"$@\" >> " + (dir / "srun.log").string() + "\n" + srun_body);
+    o.scancel = script("scancel", "true");
+    job.name = "hpo";
+    job.iterations = 100;
+    job.max_nodes = 1;
+    job.curve = cellsched::amdahl_curve(1, 0.1, 1);
+    job.command = {"/bin/true"};
+  }
+  ~FakeSlurm() { fs::remove_all(dir); }
+  std::string srun_calls() const { return fs::exists(dir / "srun.log") ? slurp(dir / "srun.log") : ""; }
+};
+
+// The command line end to end on fake clients: a relative command ran in the
+// job's state folder, where it is not ("cannot run ./trainer.sh", every
+// poll, exit 0). It is resolved where the jobs file is read; a job given up
+// on makes the run exit 1 and says why.
+TEST(ScavengeCli, ARelativeCommandIsResolvedAndAJobGivenUpOnIsAFailure) {
+  FakeSlurm f("true", "exit 0");  // srun only logs: nothing trains
+  cellsched::testing::write_executable(f.dir / "trainer.sh", "#!/bin/sh\nexit 0\n");
+  fs::create_directory(f.dir / "bin");  // the fake clients, found on PATH as the CLI finds them
+  for (const char* tool : {"sinfo", "squeue", "srun", "scancel"}) fs::rename(f.dir / tool, f.dir / "bin" / tool);
+  std::ofstream(f.dir / "jobs.csv") << "name,iterations,max_nodes,rescale_s,curve,command\nhpo,50,1,0,,./trainer.sh\n";
+  const cellsched::testing::Result r = cellsched::testing::run_in(
+      {CELLSCHED_BINARY, "scavenge", "--slurm", "--jobs", "jobs.csv", "--state", "st", "--interval", "0.1",
+       "--duration", "20"},
+      f.dir, "scav", {"PATH=" + (f.dir / "bin").string() + ":/usr/bin:/bin"});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("hpo failed: 3 launches in a row trained nothing"), std::string::npos) << r.err;
+  EXPECT_NE(f.srun_calls().find(" " + (f.dir / "trainer.sh").string()), std::string::npos) << f.srun_calls();
+}
+
+// A held job, or one waiting on another, at the head of the queue wants no
+// node: it stopped all scavenging, silently (0 launches with the node idle).
+TEST(Scavenger, AHeldOrDependentHeadDoesNotBlockTheIdleNodes) {
+  for (const std::string reason : {"JobHeldUser", "Dependency"}) {
+    FakeSlurm f("printf '100|wait|PENDING|1|N/A|" + reason + "\\n'", "exit 0");
+    std::vector<std::string> logged;
+    f.o.duration_s = 1;
+    f.o.log = [&](const std::string& s) { logged.push_back(s); };
+    scavenge({f.job}, f.o);
+    EXPECT_NE(f.srun_calls().find("--nodelist=node1"), std::string::npos) << reason;
+    EXPECT_NE(logged.at(0).find("job 100 pends for " + reason + ", not for nodes"), std::string::npos) << logged.at(0);
+  }
+  EXPECT_TRUE(pends_for_nodes("Resources"));
+  EXPECT_TRUE(pends_for_nodes("Priority"));
+  EXPECT_FALSE(pends_for_nodes("BeginTime"));
+}
+
+// A command that trains nothing was relaunched every poll, forever, exit 0:
+// after kMaxEmptyLaunches launches it is given up on, with the log's reason.
+TEST(Scavenger, ACommandThatTrainsNothingIsGivenUpOn) {
+  FakeSlurm f("true", "echo 'cannot run ./trainer.sh: No such file or directory' >&2; exit 127");
+  f.o.duration_s = 20;  // ends sooner: the only job is given up on
+  const ScavengeReport r = scavenge({f.job}, f.o);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_TRUE(r.jobs[0].failed);
+  EXPECT_FALSE(r.jobs[0].done);
+  EXPECT_EQ(r.launches, kMaxEmptyLaunches);
+  EXPECT_NE(r.jobs[0].error.find("No such file or directory"), std::string::npos) << r.jobs[0].error;
+}
+
+// One failed squeue ended the scavenger (exit 1) and left its launch
+// training; now a failed poll is skipped, and only a run of them stops it
+// (what runs checkpointed first), with the error.
+TEST(Scavenger, AFailedPollIsSkippedAndOnlyARunOfThemStops) {
+  {
+    FakeSlurm f("", "exit 0");
+    const std::string once = (f.dir / "failed-once").string();
+    f.o.squeue = f.script("squeue", "[ -e " + once + " ] && exit 0; touch " + once + "; exit 1");
+    f.o.duration_s = 1;
+    const ScavengeReport r = scavenge({f.job}, f.o);
+    EXPECT_EQ(r.failed_polls, 1);
+    EXPECT_NE(f.srun_calls().find("--nodelist=node1"), std::string::npos);
+  }
+  FakeSlurm f("exit 1", "exit 0");
+  f.o.duration_s = 30;
+  try {
+    scavenge({f.job}, f.o);
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeue failed (exit 1)"), std::string::npos) << e.what();
+  }
+}
+
 std::string field(const std::string& text, const std::string& key) {
   const auto p = text.find(key + "=");
   if (p == std::string::npos) return "";
