@@ -13,9 +13,17 @@ double alloc_value(const std::vector<AllocClass>& classes, const AllocJob& job, 
   const bool stays = !job.moved && job.current_class == cls && job.current_nodes == nodes;
   const double rescale = stays ? 0 : job.rescale_s;
   double productive = classes[cls].window_s - rescale;
+  double left_after = 0;  // of the window, once the job is done
   const double rate = job.curve.at(nodes);
-  if (job.remaining > 0 && rate > 0) productive = std::min(productive, job.remaining / rate);
-  return productive > 0 ? job.curve.speedup(nodes) * productive : 0;
+  if (job.remaining > 0 && rate > 0 && job.remaining / rate < productive) {
+    left_after = productive - job.remaining / rate;
+    productive = job.remaining / rate;
+  }
+  if (productive <= 0) return 0;
+  // A job that finishes in the window trains the same at every size that
+  // finishes it; without the credit, the smallest won (a larger one is
+  // dominated), so a lone linear job kept 1 node of 4 and did not finish.
+  return job.curve.speedup(nodes) * productive + kSoonerCredit * left_after;
 }
 
 std::vector<int> candidate_sizes(const AllocJob& job, int cls, int class_nodes) {

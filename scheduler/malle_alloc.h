@@ -41,10 +41,19 @@ struct AllocStats {
   double objective = 0;  // node-equivalent seconds expected
 };
 
+// What a second of a window left after a job finishes is worth, in
+// node-equivalent seconds: a second of one job's completion is worth a
+// node-second of training. Among sizes that all finish the job in the window
+// (equal work), the one that finishes it soonest wins; a node that another
+// job trains on for the whole window is worth more than the seconds it saves.
+// Tried at 0.05, 0.25 and 1 (docs/malletrain.md): 1 gave the lowest JCT.
+constexpr double kSoonerCredit = 1.0;
+
 // What running `job` on `nodes` nodes of class `cls` is expected to give over
 // the class's window, in node-equivalent seconds (speed-up over one node x
 // productive seconds): the rescale is paid unless the job stays as it is, and
-// a job that would finish early is credited only until then.
+// a job that would finish early is credited only until then, plus
+// kSoonerCredit for each second of the window it leaves.
 double alloc_value(const std::vector<AllocClass>& classes, const AllocJob& job, int cls, int nodes);
 
 // The sizes considered for a job in class `cls` of `class_nodes` nodes: every

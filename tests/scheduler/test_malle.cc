@@ -133,6 +133,30 @@ TEST(MalleAlloc, ShortWindowsAreNotWorthARescale) {
   EXPECT_EQ(allocate_milp(classes, {a}, 1)[0], (AllocChoice{0, 2}));
 }
 
+// A job that finishes in the window trains the same at every size that
+// finishes it: the smallest won, so a lone linear job kept 1 node of 4 idle
+// ones and did not finish where the greedy did. Sooner now wins the tie, but
+// never a node another job would train on for the whole window.
+TEST(MalleAlloc, AJobThatFinishesInTheWindowTakesTheSizeThatFinishesItSoonest) {
+  const std::vector<AllocClass> classes = {{2000, 4}};
+  AllocJob a;
+  a.curve = amdahl_curve(1, 0, 4);  // linear, 1 iteration/s a node
+  a.remaining = 1000;
+  a.rescale_s = 10;
+  EXPECT_EQ(allocate_milp(classes, {a}, 1)[0], (AllocChoice{0, 4}));
+  EXPECT_GT(alloc_value(classes, a, 0, 4), alloc_value(classes, a, 0, 1));
+  // Staying at 1 finishes 1000 s in; moving to 4 (10 s rescale) at 260 s: it moves.
+  a.current_class = 0;
+  a.current_nodes = 1;
+  EXPECT_EQ(allocate_milp(classes, {a}, 1)[0], (AllocChoice{0, 4}));
+  // A job with no end in sight trains 2000 s on each node it gets: it gets 3.
+  AllocJob b;
+  b.curve = amdahl_curve(1, 0, 4);
+  const auto both = allocate_milp(classes, {a, b}, 1);
+  EXPECT_EQ(both[0], (AllocChoice{0, 1}));
+  EXPECT_EQ(both[1], (AllocChoice{0, 3}));
+}
+
 MalleableJob mj(int64_t id, int max_nodes, double sigma, double iterations, double rescale) {
   MalleableJob j;
   j.id = id;
