@@ -405,12 +405,7 @@ int profile_show(const std::vector<std::string>& args) {
 }
 
 void write_csv(const ProfileRun& r, std::ostream& out) {
-  auto q = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string e = "\"";
-    for (char c : s) e += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return e + "\"";
-  };
+  auto q = [](const std::string& s) { return detail::csv_field(s); };
   auto d = [](double v) { return detail::format_double(v); };
   if (r.kind == "compute") {
     out << "profile_id,model,device_type,layer_index,layer_name,shape_key,tp_degree,micro_batch,"

@@ -128,11 +128,11 @@ nlohmann::json runs_to_json(const std::vector<RunRecord>& runs) {
 void write_jobs_csv(const RunRecord& run, std::ostream& out) {
   out << "job_id,job_type,gpus,arrival_s,first_start_s,completion_s,jct_s,queueing_s,gpu_seconds,"
          "iterations_done,restarts\n";
-  out.precision(10);
+  const auto d = [](double v) { return detail::format_double(v); };  // every digit
   for (const JobResult& x : run.jobs) {
-    out << x.job_id << ",\"" << x.job_type << "\"," << x.gpus << "," << x.arrival_s << ","
-        << x.first_start_s << "," << x.completion_s << "," << x.jct_s() << "," << x.queueing_s()
-        << "," << x.gpu_seconds << "," << x.iterations_done << "," << x.restarts << "\n";
+    out << x.job_id << "," << detail::csv_field(x.job_type) << "," << x.gpus << "," << d(x.arrival_s) << ","
+        << d(x.first_start_s) << "," << d(x.completion_s) << "," << d(x.jct_s()) << "," << d(x.queueing_s()) << ","
+        << d(x.gpu_seconds) << "," << d(x.iterations_done) << "," << x.restarts << "\n";
   }
 }
 

@@ -22,6 +22,7 @@
 #include "cli/plot.h"
 #include "core/cluster.h"
 #include "core/error.h"
+#include "core/parse_util.h"
 #include "core/throughput.h"
 #include "core/trace_io.h"
 #include "scheduler/engine.h"
@@ -33,6 +34,10 @@ namespace {
 
 std::vector<double> parse_rates(const std::string& s) {
   std::vector<double> rates;
+  // An empty item ("2,,4") was dropped silently.
+  if (const auto b = s.find_first_not_of(" \t"); b != std::string::npos &&
+      (s[b] == ',' || s.find(",,") != std::string::npos || s[s.find_last_not_of(" \t")] == ','))
+    throw InputError("--rates: '" + s + "' has an empty item");
   for (const std::string& item : split_list(s)) {
     double v = 0;
     size_t used = 0;
@@ -52,12 +57,10 @@ std::vector<double> parse_rates(const std::string& s) {
   return rates;
 }
 
-// "2", "2.5": compact, for labels and directory names.
-std::string rate_label(double r) {
-  std::ostringstream o;
-  o << r;
-  return o.str();
-}
+// "2", "2.5": the shortest text that reads back to the rate, for labels and
+// directory names (6 digits made 2.0000001 and 2.0000002 both "2": one
+// rate-2/ overwrote the other's plots).
+std::string rate_label(double r) { return detail::format_double(r); }
 
 struct Cell {
   std::string policy;
@@ -271,6 +274,11 @@ nlohmann::json sweep_doc(const SweepArgs& a, const Cluster& cluster, const Table
           {"fork_efficiency", a.fork_efficiency},
           {"fork_scaling", fork_scaling_name(scaling)},
           {"consolidation_s", a.consolidation_s},
+          // What changes the results is recorded (two runs differed with identical headers).
+          {"reference_gpu", reference_gpu_flag(a.reference_gpu)},
+          {"hadar_spare_exponent", a.settings.hadar_spare_exponent},
+          {"hadar_ratio_exponent", a.settings.hadar_ratio_exponent},
+          {"hadar_ratio_cap_s", a.settings.hadar_ratio_cap_s},
           {"rates_per_hour", rates},
           {"policies", names},
           {"window",

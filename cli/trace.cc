@@ -69,7 +69,14 @@ int trace_generate(const std::vector<std::string>& args) {
   check_flag_range("interarrival", g.mean_interarrival_s, 0, 1e7);
   g.reference_gpu = reference_gpu_flag(g.reference_gpu);
   const ThroughputTable table = load_gavel_throughputs(throughputs);
-  write_csv(generate_trace(table, g), out);
+  const Trace trace = generate_trace(table, g);
+  // Each flag within its range, their product can pass the 1e12 s every
+  // reader holds arrivals to: a trace no verb could read back (exit 0).
+  if (!trace.jobs.empty() && trace.jobs.back().arrival_s > 1e12)
+    throw InputError("--jobs " + std::to_string(g.jobs) + " at --interarrival " + num(g.mean_interarrival_s) +
+                     " s: the last job would arrive after 1e12 s, past what a trace may span; fewer jobs or a "
+                     "shorter --interarrival");
+  write_csv(trace, out);
   if (out != "-") std::cerr << "wrote " << count_of(static_cast<long>(g.jobs), "job") << " to " << out << "\n";
   return 0;
 }

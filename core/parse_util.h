@@ -121,6 +121,20 @@ class FirstSeen {
   std::map<std::string, long> first_;
 };
 
+// One CSV field (RFC 4180): quoted, with each quote doubled, when it holds
+// a comma, a quote, a line break or an edge space; as is otherwise.
+inline std::string csv_field(const std::string& s) {
+  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+  if (!quote) return s;
+  std::string r = "\"";
+  for (char ch : s) {
+    if (ch == '"') r += '"';
+    r += ch;
+  }
+  return r + "\"";
+}
+
 // Shortest decimal text that reads back to the same double.
 inline std::string format_double(double v) {
   char buf[64];

@@ -1,5 +1,7 @@
 #include "core/schedule.h"
 
+#include "core/parse_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -147,12 +149,14 @@ Schedule load_schedule(const std::string& path) {
 }
 
 void write_schedule_csv(const Schedule& s, std::ostream& out) {
+  // Names quoted as RFC 4180 asks (a node "n,1" gave 9 fields under 8), times
+  // to every digit (12 significant lost up to 4e-7 s against the JSON).
   out << "job_id,copy,node,gpu_type,gpu_indices,start_s,end_s,plan\n";
-  out.precision(12);
   for (const ScheduleEntry& e : s.entries) {
-    out << e.job_id << "," << e.copy << "," << e.node << "," << e.gpu_type << ",";
+    out << e.job_id << "," << e.copy << "," << detail::csv_field(e.node) << "," << detail::csv_field(e.gpu_type) << ",";
     for (size_t i = 0; i < e.gpu_indices.size(); ++i) out << (i ? ";" : "") << e.gpu_indices[i];
-    out << "," << e.start_s << "," << e.end_s << ",\"" << e.plan << "\"\n";
+    out << "," << detail::format_double(e.start_s) << "," << detail::format_double(e.end_s) << ","
+        << detail::csv_field(e.plan) << "\n";
   }
 }
 

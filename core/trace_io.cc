@@ -310,18 +310,6 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
   if (!header) fail_input(path, 0, "empty file");
 }
 
-std::string csv_field(const std::string& s) {
-  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
-                     (!s.empty() && (s.front() == ' ' || s.back() == ' '));
-  if (!quote) return s;
-  std::string r = "\"";
-  for (char ch : s) {
-    if (ch == '"') r += '"';
-    r += ch;
-  }
-  return r + "\"";
-}
-
 TraceFormat detect(const std::string& path, const std::vector<std::string_view>& lines) {
   long line_no = 0;
   for (std::string_view line : lines) {
@@ -440,17 +428,17 @@ void write_trace_csv(const Trace& trace, std::ostream& out) {
   out << kCsvHeader << (extra ? kCsvExtra : "") << '\n';
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
     const Job& j = trace.jobs[i];
-    out << j.id << ',' << detail::format_double(j.arrival_s) << ',' << csv_field(j.job_type) << ','
-        << csv_field(j.model) << ',' << j.batch_size << ','
+    out << j.id << ',' << detail::format_double(j.arrival_s) << ',' << detail::csv_field(j.job_type) << ','
+        << detail::csv_field(j.model) << ',' << j.batch_size << ','
         << detail::format_double(j.total_iterations) << ',' << j.gpus << ','
         << detail::format_double(j.weight) << ','
         << (j.deadline_s >= 0 ? detail::format_double(j.deadline_s) : std::string()) << ','
         << (j.duration_hint_s >= 0 ? detail::format_double(j.duration_hint_s) : std::string())
-        << ',' << csv_field(join_argv(j.command));
+        << ',' << detail::csv_field(join_argv(j.command));
     if (extra) {
       std::string types;
       for (const auto& g : j.gpu_types) types += (types.empty() ? "" : "|") + g;
-      out << ',' << csv_field(j.name) << ',' << csv_field(types);
+      out << ',' << detail::csv_field(j.name) << ',' << detail::csv_field(types);
     }
     out << '\n';
   }

@@ -54,13 +54,20 @@ struct Ctx {
   void check_job(const Job& j) const {
     auto g = [](double v) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
+      std::snprintf(buf, sizeof buf, "%.10g", v);  // 1000002673637 read "1e+12" against a limit of 1e12
       return std::string(buf);
     };
     if (!(j.total_iterations >= 1 && j.total_iterations <= 9007199254740992.0))
       fail("iterations must be in [1, 2^53], got " + g(j.total_iterations) +
            (j.duration_hint_s > 0 ? " (from a duration of " + g(j.duration_hint_s) + " s)" : ""));
     if (!(j.arrival_s >= 0 && j.arrival_s <= 1e12)) fail("the arrival must be in [0, 1e12] s, got " + g(j.arrival_s));
+    // A deadline (>= 0; -1 = none) is a time after the arrival: 1e308 or a
+    // huge SLO (inf) was accepted and written back as "inf", which no reader
+    // takes; one before the arrival was accepted as met or missed at random.
+    if (j.deadline_s >= 0 && !(j.deadline_s >= j.arrival_s && j.deadline_s <= 1e13))
+      fail("the deadline must be in [arrival, 1e13] s, got " + g(j.deadline_s) + " (arrival " + g(j.arrival_s) + ")");
+    if (j.duration_hint_s >= 0 && !(j.duration_hint_s <= 1e12))
+      fail("the duration must be in [0, 1e12] s, got " + g(j.duration_hint_s));
     // Weights far apart overflow hadar's utilities (1e307: no job is ever
     // worth placing) and make Gavel's LP fail (1e-20: CLP stops).
     if (!(j.weight >= kMinWeight && j.weight <= kMaxWeight))

@@ -278,7 +278,8 @@ RunRecord Simulation::run() {
       throw InputError("the simulation did not finish within " + std::to_string(options_.max_rounds) +
                        " rounds (" + fmt((t_ - start_t_) / 86400) + " simulated days, " +
                        std::to_string(active_.size()) +
-                       " jobs still active): some job runs too slowly to finish; bound it with --horizon");
+                       " jobs still active): a job runs too slowly to finish, or the jobs need more rounds "
+                       "than that one after another; use fewer jobs, a longer --round, or --horizon where the verb has it");
 
     out_.resize(active_.size());
     for (size_t i = 0; i < active_.size(); ++i) out_[i] = active_[i]->current;

@@ -25,26 +25,10 @@ namespace {
 using cellsched::testing::Result;
 using cellsched::testing::slurp;
 
-class Cli : public ::testing::Test {
+class Cli : public cellsched::testing::CliTest {
  protected:
-  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-cli"); }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs the binary with `args` (argv, no shell), in dir_.
-  Result run(std::vector<std::string> args) {
-    args.insert(args.begin(), CELLSCHED_BINARY);
-    return cellsched::testing::run_in(args, dir_);
-  }
-
-  std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return (dir_ / name).string();
-  }
-
   std::string examples(const std::string& rel) { return std::string(CELLSCHED_EXAMPLES) + "/" + rel; }
   std::string db() { return (dir_ / "runs.db").string(); }
-
-  fs::path dir_;
 };
 
 TEST_F(Cli, HelpAndUnknownVerb) {

@@ -2,10 +2,9 @@
 // stored runs and learned curves, and its bad inputs (exit 2, nothing stored).
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -24,25 +23,15 @@ namespace {
 using cellsched::testing::Result;
 using cellsched::testing::slurp;
 
-class HostMode : public ::testing::Test {
+class HostMode : public cellsched::testing::CliTest {
  protected:
-  void SetUp() override { dir_ = cellsched::testing::fresh_test_dir("cellsched-host"); }
-  void TearDown() override { fs::remove_all(dir_); }
-  Result run(std::vector<std::string> args) {
-    args.insert(args.begin(), CELLSCHED_BINARY);
-    return cellsched::testing::run_in(args, dir_);
-  }
-  std::string write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return (dir_ / name).string();
-  }
+  HostMode() : CliTest("cellsched-host") {}
   std::string philly() { return std::string(CELLSCHED_EXAMPLES) + "/data/philly/philly.csv"; }
   std::string db() { return (dir_ / "runs.db").string(); }
   std::vector<std::string> base(const std::string& mix) {
     return {"simulate", "--trace", philly(), "--limit", "400", "--cluster", "v100:32", "--malleable", mix,
             "--seed", "1", "--db", db()};
   }
-  fs::path dir_;
 };
 
 TEST_F(HostMode, ComparesTheThreePoliciesWritesFilesAndStoresCurves) {

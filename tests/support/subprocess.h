@@ -81,4 +81,28 @@ inline Result run_in(const std::vector<std::string>& argv, const fs::path& dir, 
   return {st, slurp(out), slurp(err)};
 }
 
+#ifdef CELLSCHED_BINARY
+// A test of the `cellsched` binary in a fresh folder of its own (dir_):
+// run() runs it there, write() puts an input file there.
+class CliTest : public ::testing::Test {
+ protected:
+  explicit CliTest(std::string prefix = "cellsched-cli") : prefix_(std::move(prefix)) {}
+  void SetUp() override { dir_ = fresh_test_dir(prefix_); }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the binary with `args` (argv, no shell), in dir_.
+  Result run(std::vector<std::string> args) {
+    args.insert(args.begin(), CELLSCHED_BINARY);
+    return run_in(args, dir_);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+
+  std::string prefix_;
+  fs::path dir_;
+};
+#endif
+
 }  // namespace cellsched::testing
