@@ -1,5 +1,6 @@
 // `cellsched estimate` and `cellsched tune`: price a plan of a cell, or find
 // the best plans of cells, from the profiles in the store.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -258,15 +259,31 @@ int tune_every_cell(const Loaded& l, const Common& c, const tuner::TuneOptions& 
   return 0;
 }
 
-// A cell the store already holds, priced from the same profile: printed, true.
+// Whether a stored plan was tuned under the options of this run: the same
+// plan priced now gives the stored time, memory and capacity. Another
+// --optimizer, --precision, --memory-fraction or comm profile does not, and
+// its "best" plan is stale (it answered INFEASIBLE, exit 0, where another
+// plan fits).
+bool tuned_like_this(const db::CellRecord& hit, const estimator::Estimate& e) {
+  const auto b = nlohmann::json::parse(hit.breakdown, nullptr, false);
+  const auto same = [&](const char* key, double now) {
+    const auto it = b.find(key);
+    return it != b.end() && it->is_number() && std::abs(it->get<double>() - now) <= 1e-9 * std::max(1.0, std::abs(now));
+  };
+  return e.feasible && same("iteration_ms", e.iteration_ms) && same("memory_bytes", e.memory_bytes) &&
+         same("memory_capacity_bytes", e.memory_capacity_bytes);
+}
+
+// A cell the store already holds, tuned from the same profile under the same
+// options: printed, true. Otherwise false: the caller tunes it again.
 bool answer_from_store(const db::CellStore& store, const estimator::CostModel& cm, estimator::Cell cell,
                        int stages, int batch, bool json) {
   const auto hit = store.find(cell.model, cell.gpu_type, cell.hosts, cell.gpus_per_host, stages, batch);
-  if (!hit || hit->profile_run_id != cm.compute_run_id()) return false;
-  if (hit->basis == "infeasible") throw InputError("cell does not fit in memory (stored estimate " + std::to_string(hit->id) + ")");
+  if (!hit || hit->profile_run_id != cm.compute_run_id() || hit->basis == "infeasible") return false;
   const auto plan = tuner::plan_from_json(hit->plan);
   cell.stages = static_cast<int>(plan.stages.size());
   const auto e = estimator::estimate(cm, cell, plan);
+  if (!tuned_like_this(*hit, e)) return false;
   if (json) {
     auto j = estimate_json(cell, plan, e);
     j["from_store"] = hit->id;
@@ -316,7 +333,8 @@ int cmd_tune(const std::vector<std::string>& args) {
       ("stages", po::value(&stages_s)->default_value("auto"), "pipeline stages, or auto (every count dividing --gpus)")
       ("all", "tune every cell of 1, 2, 4 ... --gpus GPUs and every stage count; store them all")
       ("pareto", po::value(&pareto)->default_value(4), "plans kept per cell (time vs memory)")
-      ("force", "tune again even when the store holds the cell")
+      ("force", "tune again even when the store holds the cell (a cell tuned under other options, "
+                "--optimizer, --precision, --memory-fraction or comm profile, is tuned again anyway)")
       ("no-recompute", "plans without activation recomputation only (implies --no-db: stored cells consider it)")
       ("no-db", "do not read or write cell estimates (implied by --precision: the store keeps default-precision cells)");
   po::variables_map vm;

@@ -232,6 +232,9 @@ int profile_compute(const std::vector<std::string>& args) {
   o.device_type = checked_gpu_type(gpu_type, device == "cpu", "--device " + device);
   o.micro_batches = int_list("micro-batches", mbs, true);
   o.tp_degrees = int_list("tp", tps, true);
+  if (std::find(o.tp_degrees.begin(), o.tp_degrees.end(), 1) == o.tp_degrees.end())
+    std::cerr << "note: without --tp 1 this profile cannot price an estimate (every estimate needs the layers at "
+                 "tp 1); estimate and tune pass over it when they choose a profile\n";
   const bool cpu = device == "cpu";
   o.repetitions = vm.count("reps") ? reps : (cpu ? 3 : 20);
   o.warmup = vm.count("warmup") ? warmup : (cpu ? 1 : 5);

@@ -219,7 +219,11 @@ std::vector<ProfileSummary> ProfileStore::list() const {
 int64_t ProfileStore::latest_compute(const std::string& model, const std::string& device_type) const {
   Statement q(impl_->conn,
               "SELECT id FROM profile_runs WHERE kind = 'compute' AND model = ?1"
-              " AND (?2 = '' OR device_type = ?2) ORDER BY id DESC LIMIT 1");
+              " AND (?2 = '' OR device_type = ?2)"
+              // Only a run the estimator can use: every estimate needs the
+              // layers at tp 1 (a --tp 2 run hid an older usable one).
+              " AND EXISTS (SELECT 1 FROM layer_profiles l WHERE l.run_id = profile_runs.id AND l.tp_degree = 1)"
+              " ORDER BY id DESC LIMIT 1");
   q.bind(1, model).bind(2, device_type);
   return q.step() ? q.column_int64(0) : 0;
 }

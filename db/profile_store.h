@@ -33,7 +33,8 @@ class ProfileStore {
   int64_t save(ProfileRun& run);
   std::optional<ProfileRun> load(int64_t id) const;
   std::vector<ProfileSummary> list() const;  // newest first
-  // The newest compute run of `model` on `device_type` ("" = any); 0 if none.
+  // The newest compute run of `model` on `device_type` ("" = any) that has
+  // layers at tp 1 (what every estimate needs); 0 if none.
   int64_t latest_compute(const std::string& model, const std::string& device_type = "") const;
 
   struct Impl;

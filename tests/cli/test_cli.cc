@@ -409,6 +409,28 @@ TEST_F(Cli, FromATinyProfileToASchedule) {
   ASSERT_EQ(r.status, 0) << r.err;
 }
 
+// A stored cell answers only a tune under the options it was tuned with:
+// another --optimizer or --memory-fraction got the stale plan ("INFEASIBLE",
+// exit 0, where another plan fits).
+TEST_F(Cli, AStoredCellAnswersOnlyTheOptionsItWasTunedWith) {
+  const std::vector<std::string> tune = {"tune", "--model", "gpt-125m", "--gpu-type", "v100", "--gpus", "2",
+                                         "--stages", "1", "--db", db()};
+  Result r = run(tune);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("from the store"), std::string::npos) << r.out;
+  r = run(tune);
+  EXPECT_NE(r.out.find("from the store"), std::string::npos) << r.out;
+  for (const std::vector<std::string>& other : std::vector<std::vector<std::string>>{
+           {"--optimizer", "sgd"}, {"--memory-fraction", "0.3"}}) {
+    std::vector<std::string> args = tune;
+    args.insert(args.end(), other.begin(), other.end());
+    r = run(args);
+    ASSERT_EQ(r.status, 0) << other[0] << ": " << r.err;
+    EXPECT_EQ(r.out.find("from the store"), std::string::npos) << other[0] << ": " << r.out;
+    EXPECT_EQ(r.out.find("INFEASIBLE"), std::string::npos) << other[0] << ": " << r.out;
+  }
+}
+
 // A cluster YAML's network_gbps prices the cells of jobs that span hosts:
 // 8-GPU jobs on 4-GPU nodes run slower over a slow network.
 TEST_F(Cli, TheClusterNetworkPricesCellsThatSpanHosts) {

@@ -88,6 +88,12 @@ TEST(ProfileStore, RoundTripsComputeAndComm) {
   EXPECT_EQ(s.latest_compute("gpt-tiny", "cpu"), id);
   EXPECT_EQ(s.latest_compute("gpt-tiny", "h100"), 0);
   EXPECT_FALSE(s.load(999));
+  // A newer run without layers at tp 1 (profile compute --tp 2) cannot price
+  // an estimate: the default selection skips it (it hid the usable one).
+  ProfileRun tp2 = compute_run();
+  tp2.layers.erase(tp2.layers.begin());
+  s.save(tp2);
+  EXPECT_EQ(s.latest_compute("gpt-tiny", "cpu"), id);
 }
 
 TEST(ProfileStore, BadInputChangesNothing) {
