@@ -180,6 +180,17 @@ void check_options(const CommOptions& o) {
   for (int64_t b : o.sizes)
     if (b < 4 || b > (int64_t{16} << 30)) throw InputError("--sizes: " + std::to_string(b) + " bytes is not in 4 B..16 GiB");
   if (o.worker_command.empty()) throw std::logic_error("profile_comm: no worker command");
+  if (o.backend == "nccl") {
+    // Counted from the device files, not the CUDA runtime: a parent that
+    // initialized CUDA could not hand the GPUs to the workers it forks. With
+    // none, each worker failed on its own (exit 1, their messages interleaved).
+    int gpus = 0;
+    while (std::filesystem::exists("/dev/nvidia" + std::to_string(gpus))) ++gpus;
+    if (gpus == 0) throw InputError("--backend nccl: this machine has no NVIDIA GPU (no /dev/nvidia0)");
+    if (o.ranks > gpus)
+      throw InputError("--ranks " + std::to_string(o.ranks) + ": nccl puts one rank on each GPU; this machine has " +
+                       std::to_string(gpus));
+  }
 }
 
 struct Child {

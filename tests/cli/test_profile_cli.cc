@@ -65,6 +65,7 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"profile", "compute", "--model", "gpt-tiny", "--input-shape", "3,32"},  // a zoo model has its own
            {"profile", "comm", "--gpu-type", "h100"},  // Gloo on the CPU filed as an H100's
            {"profile", "comm", "--ranks", "1"},        // "4,757 GB/s" with no one to talk to
+           {"profile", "comm", "--backend", "nccl", "--ranks", "64"},  // more ranks than GPUs (or none)
            {"profile", "compute", "--model", "gpt-tiny", "--cache-flush-mib", "lots"},
            {"profile", "compute", "--model", "gpt-tiny", "--threads", "99999999"},  // hung
            {"profile", "compute", "--model", "gpt-tiny", "--warmup", "-1"},
