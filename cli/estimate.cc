@@ -196,6 +196,7 @@ int cmd_estimate(const std::vector<std::string>& args) {
   if (vm.count("json")) {
     auto j = estimate_json(cell, plan, e);
     j["profile_run_id"] = l.cm->compute_run_id();
+    j["comm_profile_run_id"] = l.cm->comm_run_id();  // 0: links from the catalogue
     std::cout << j.dump(2) << "\n";
   } else {
     print_estimate(std::cout, cell, plan, e);
@@ -247,7 +248,8 @@ int tune_every_cell(const Loaded& l, const Common& c, const tuner::TuneOptions& 
                    {"basis", r.basis}, {"iteration_ms", finite_or_null(r.iteration_ms)},
                    {"samples_per_s", finite_or_null(r.samples_per_s)}, {"plan", nlohmann::json::parse(r.plan)}});
     std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"cells", a},
-                                {"tune_seconds", secs}, {"profile_run_id", pid}}.dump(2) << "\n";
+                                {"tune_seconds", secs}, {"profile_run_id", pid},
+                                {"comm_profile_run_id", cm.comm_run_id()}}.dump(2) << "\n";
     return 0;
   }
   Table t({"gpus", "hosts", "stages", "basis", "iteration ms", "samples/s", "memory GiB", "mb", "plan (stage: layers dp x tp)"});
@@ -288,6 +290,7 @@ bool answer_from_store(const db::CellStore& store, const estimator::CostModel& c
     auto j = estimate_json(cell, plan, e);
     j["from_store"] = hit->id;
     j["profile_run_id"] = cm.compute_run_id();
+    j["comm_profile_run_id"] = cm.comm_run_id();
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "from the store (cell estimate " << hit->id << ", " << hit->created_at << ")\n";
@@ -297,11 +300,13 @@ bool answer_from_store(const db::CellStore& store, const estimator::CostModel& c
 }
 
 // The best plan of a tuned cell and its Pareto alternatives.
-void print_tuned(const tuner::TuneResult& r, double secs, int64_t pid, bool json, const std::string& stored_in) {
+void print_tuned(const tuner::TuneResult& r, double secs, int64_t pid, int64_t comm_pid, bool json,
+                 const std::string& stored_in) {
   if (json) {
     auto j = estimate_json(r.cell, r.best().plan, r.best().estimate);
     j["tune_seconds"] = secs;
     j["profile_run_id"] = pid;
+    j["comm_profile_run_id"] = comm_pid;
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& p : r.pareto)
       alts.push_back({{"plan", nlohmann::json::parse(tuner::plan_json(p.plan))},
@@ -383,7 +388,7 @@ int cmd_tune(const std::vector<std::string>& args) {
     std::cerr << "\n";
     return 1;
   }
-  print_tuned(r, secs, pid, json, store ? c.db_path : "");
+  print_tuned(r, secs, pid, cm.comm_run_id(), json, store ? c.db_path : "");
   return 0;
 }
 

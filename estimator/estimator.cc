@@ -211,9 +211,10 @@ StageEstimate price_stage(const CostModel& cm, const Cell& cell, const Plan& pla
 std::vector<std::string> estimate_notes(const CostModel& cm, int streams, double coloc) {
   std::vector<std::string> notes = cm.notes();
   if (const double f = cm.shared_memory_factor(streams); f != 1.0) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "memory-bound steps x%.3f: %d processes share the host's memory (measured)",
-                  f, streams);
+    char buf[160];
+    const int seen = cm.measured_streams();  // beyond them the host's total is held (extrapolated)
+    std::snprintf(buf, sizeof buf, "memory-bound steps x%.3f: %d processes share the host's memory (%s)", f, streams,
+                  streams <= seen ? "measured" : ("extrapolated from " + std::to_string(seen) + " measured").c_str());
     notes.push_back(buf);
   }
   if (coloc != 1.0) {

@@ -199,6 +199,8 @@ class CostModel {
   // total shared out). 1 where not measured, and for GPU types, whose
   // processes each have their own memory.
   double shared_memory_factor(int streams) const;
+  // Up to how many streams the profile measured side by side (0: none).
+  int measured_streams() const { return static_cast<int>(mem_streams_.size()); }
   // Backward adding a micro-batch's gradients to those a stage replica holds
   // (`params` of them; read both, write the sum), per micro-batch of
   // `micro_batches`: every add but the first when the step releases the
