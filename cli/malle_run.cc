@@ -15,6 +15,7 @@
 #include "core/run.h"
 #include "core/stats.h"
 #include "db/store.h"
+#include "scheduler/milp.h"
 
 namespace cellsched::cli {
 
@@ -210,6 +211,9 @@ int run_host_mode(const ReplayArgs& ra, const HostModeArgs& ha, const std::vecto
   o.seed = ra.seed;
   o.reclaim = ha.reclaim == "wait" ? Reclaim::wait : Reclaim::preempt;
   if (ra.horizon_s > 0) o.end_s = ra.horizon_s;
+  // The MILP's decision times are its solves, not the solver library's load.
+  if (std::any_of(policies.begin(), policies.end(), [](MallePolicy p) { return p != MallePolicy::freetrain; }))
+    load_solvers();
   std::vector<MalleResult> results;
   std::vector<double> walls;
   for (size_t i = 0; i < policies.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -281,6 +282,28 @@ std::vector<std::string> worker_command() {
   return {self.empty() ? std::string("/proc/self/exe") : self, "profile", "comm-worker"};
 }
 
+// A collective's time that falls by half or more as its size grows is the
+// host's noise, not the link (a 3.6 ms scheduler stall at 1 KB against 245 us
+// at 2 KB): said per series, once, since the estimator fits through it.
+void note_noisy_comm(const ProfileRun& run, std::ostream& err) {
+  std::map<std::string, std::vector<const CommProfile*>> series;
+  for (const CommProfile& c : run.comms)
+    series[c.collective + " " + std::to_string(c.hosts) + "x" + std::to_string(c.devices_per_host)].push_back(&c);
+  for (auto& [name, points] : series) {
+    std::sort(points.begin(), points.end(), [](const auto* a, const auto* b) { return a->bytes < b->bytes; });
+    const CommProfile* slowest = nullptr;
+    for (const CommProfile* p : points) {
+      if (slowest && p->time_us * 2 <= slowest->time_us) {
+        err << "note: " << name << ": " << p->bytes << " B took " << fixed(p->time_us, 1) << " us, " << slowest->bytes
+            << " B " << fixed(slowest->time_us, 1) << " us: a time that falls as the size grows is the host's noise "
+            << "(a busy machine?): rerun it idle, or with --passes 3 (the median of interleaved passes)\n";
+        break;
+      }
+      if (!slowest || p->time_us > slowest->time_us) slowest = p;
+    }
+  }
+}
+
 int profile_comm(const std::vector<std::string>& args) {
   po::options_description opt("profile comm options");
   std::string backend, sizes, colls, gpu_type, db_path;
@@ -327,6 +350,7 @@ int profile_comm(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = profiler::profile_comm(o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  note_noisy_comm(run, std::cerr);
   const bool stored = save_run(run, vm, db_path);
   if (print_json(run, vm, secs)) return 0;
   print_header(run, std::cout);

@@ -58,6 +58,8 @@ const CoinSolvers& solvers() {
 
 }  // namespace
 
+void load_solvers() { solvers(); }
+
 int LinearProgram::add_var(double cost_coef, double lower, double upper) {
   cost.push_back(cost_coef);
   col_lower.push_back(lower);
