@@ -22,8 +22,27 @@ namespace cellsched::cli {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+void check_profile_ids(const std::string& db_path, const std::string& model, int64_t compute_id, int64_t comm_id) {
+  if (compute_id < 0) throw InputError("--profile: an id is a whole number from 1, got " + std::to_string(compute_id));
+  if (comm_id < 0) throw InputError("--comm-profile: an id is a whole number from 1, got " + std::to_string(comm_id));
+  if (compute_id == 0 && comm_id == 0) return;
+  if (db_path != ":memory:" && !std::filesystem::exists(db_path))
+    throw InputError(db_path + ": no such database, so no profile " + std::to_string(compute_id ? compute_id : comm_id));
+  const auto store = db::ProfileStore::open(db_path);
+  for (const auto& [id, kind] : {std::pair{compute_id, "compute"}, std::pair{comm_id, "comm"}}) {
+    if (id == 0) continue;
+    const auto run = store.load(id);
+    if (!run) throw InputError(db_path + ": no profile " + std::to_string(id) + " (see cellsched profile list)");
+    if (run->kind != kind)
+      throw InputError(db_path + ": profile " + std::to_string(id) + " is a " + run->kind + " profile, not a " + kind + " one");
+    if (run->kind == "compute" && run->model != model)
+      throw InputError(db_path + ": profile " + std::to_string(id) + " profiles model '" + run->model + "', not '" + model + "'");
+  }
+}
+
 ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
                                  int64_t compute_id, int64_t comm_id, bool require_compute) {
+  check_profile_ids(db_path, model.name, compute_id, comm_id);
   const bool gpu = find_gpu(gpu_type) && find_gpu(gpu_type)->arch != "cpu";
   ProfileSelection sel;
   if (!require_compute && gpu && compute_id == 0 && comm_id == 0 && db_path != ":memory:" &&

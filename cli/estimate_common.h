@@ -22,6 +22,12 @@ struct ProfileSelection {
   std::optional<ProfileRun> comm;
 };
 
+// Checks ids a user named (0 = none named) before any work: each exists in
+// `db_path`, is of its kind, and a compute profile profiles `model`.
+// InputError otherwise (a bad --profile failed only after validate had
+// stored a comm profile and trained every trial).
+void check_profile_ids(const std::string& db_path, const std::string& model, int64_t compute_id, int64_t comm_id);
+
 // The compute profile `compute_id`, else the newest of the model on gpu_type,
 // else (a GPU type) the newest on another GPU type (transferred), else the
 // newest on any device; the comm profile `comm_id`, else the newest on

@@ -283,7 +283,7 @@ std::vector<Config> chosen_configs(const std::string& list) {
 
 void add_validate_options(po::options_description& opt, Settings& s, std::string& out_md, std::string& config_list) {
   opt.add_options()
-      ("model", po::value(&s.model_name)->default_value("gpt-cpu"), "zoo model (gpt, moe, wrn) or .yaml")
+      ("model", po::value(&s.model_name)->default_value("gpt-cpu"), "zoo model (any but CycleGAN; see cellsched profile --help) or .yaml")
       ("db", po::value(&s.db_path)->default_value(default_db_path()), "SQLite file (profiles are read and stored here)")
       ("profile", po::value(&s.profile_id)->default_value(0), "compute profile id (default: profile now and store it)")
       ("comm-profile", po::value(&s.comm_id)->default_value(0), "comm profile id (default: profile now and store it)")
@@ -386,7 +386,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   std::string out_md, config_list;
   add_validate_options(opt, s, out_md, config_list);
   po::variables_map vm;
-  if (!parse("cellsched validate [--model M] [--db PATH] [--trials N] [--iterations N] [--out FILE]", args, opt, {}, vm))
+  if (!parse("cellsched validate [--model M] [--configs C,...] [--db PATH] [--trials N] [--iterations N] [--out FILE] "
+             "[--json] [options]", args, opt, {}, vm))
     return 0;
   check_settings(s);
   if (vm.count("out")) check_out_file("out", out_md);  // now, not after minutes of training
@@ -398,6 +399,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (model.family == "cyclegan")  // its workers would fail building the chain
     throw InputError(model.name + ": CycleGAN's generators and discriminators are not one chain of layers, so "
                      "validate cannot train it (profile and estimate it instead)");
+  check_profile_ids(s.db_path, model.name, s.profile_id, s.comm_id);  // before anything is stored or trained
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";
     return 1;

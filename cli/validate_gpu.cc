@@ -9,6 +9,7 @@
 #include "cli/common.h"
 #include "cli/estimate_common.h"
 #include "core/error.h"
+#include "core/gpu.h"
 #include "estimator/measurements.h"
 
 namespace cellsched::cli {
@@ -44,6 +45,12 @@ int run_validate_gpu(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("cellsched estimate --validate FILE [--split S] [--transfer-from TYPE] [--json]", args, opt, {}, vm))
     return 0;
+  if (!from.empty()) {
+    from = canonical_gpu_name(from);
+    if (find_gpu(from)->arch == "cpu") throw InputError("--transfer-from cpu: the rows are GPU measurements; name a GPU type");
+  }
+  if (!split.empty() && split != "calibration" && split != "validation")
+    throw InputError("--split must be calibration or validation, got '" + split + "'");
   auto ms = estimator::read_measurements(file);
   if (!split.empty()) {
     std::erase_if(ms, [&](const estimator::Measurement& m) { return m.split != split; });

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/gpu.h"
 #include "core/model.h"
 #include "core/parse_util.h"
 #include "core/stats.h"
@@ -22,7 +23,7 @@ const std::vector<std::string> kColumns = {"model", "batch", "precision", "gpu_t
 int positive_int(const std::string& path, long line, const std::string& name, std::string_view v) {
   const auto n = detail::to_int(detail::trim(v));
   if (!n || *n < 1 || *n > (1 << 24))
-    fail_input(path, line, name + " must be a positive integer, got '" + std::string(v) + "'");
+    fail_input(path, line, name + " must be a whole number in [1, 16777216], got '" + std::string(v) + "'");
   return static_cast<int>(*n);
 }
 
@@ -76,6 +77,11 @@ std::vector<Measurement> read_measurements(const std::string& path) {
       m.precision = parse_precision(f[2]);
       if (m.precision == Precision::Default) throw InputError("say fp32, tf32, fp16 or bf16");
       m.gpu_type = canonical_gpu_name(f[3]);
+      // A GPU's measurement at a precision the type has (bf16 on a V100 was
+      // refused later, with no line to find it by).
+      const GpuSpec& g = *find_gpu(m.gpu_type);
+      if (g.arch == "cpu") throw InputError("gpu_type cpu: this file holds GPU measurements (validate checks the CPU)");
+      resolve_precision(m.precision, g);
       load_model(model_path(m.model, dir));
     } catch (const InputError& e) {
       fail_input(path, ln, e.what());
@@ -91,6 +97,10 @@ std::vector<Measurement> read_measurements(const std::string& path) {
       fail_input(path, ln, "batch " + f[1] + " does not split over " + std::to_string(m.hosts * m.gpus_per_host) +
                                " GPUs");
     if (split_col >= 0) m.split = f[static_cast<size_t>(split_col)];
+    // A misspelled split ("valdation") made a group of its own, and
+    // --split validation dropped the row without a word.
+    if (!m.split.empty() && m.split != "calibration" && m.split != "validation")
+      fail_input(path, ln, "split must be calibration, validation or empty, got '" + m.split + "'");
     if (source_col >= 0) m.source = f[static_cast<size_t>(source_col)];
     if (optimizer_col >= 0 && !f[static_cast<size_t>(optimizer_col)].empty()) {
       m.optimizer = f[static_cast<size_t>(optimizer_col)];

@@ -75,6 +75,8 @@ TEST_F(ProfileCli, BadOptionsExit2) {
            {"validate", "--model", "gpt-tiny", "--iterations", "0"},
            {"validate", "--model", "gpt-9000"},
            {"validate", "--model", "cyclegan"},  // not one chain of layers
+           {"validate", "--model", "gpt-tiny", "--profile", "999"},  // stored a comm profile, then refused
+           {"validate", "--model", "gpt-tiny", "--comm-profile", "-5"},
            {"profile", "comm", "--sizes", "1K,banana"},
            {"profile", "comm", "--collectives", "all_reduce,gossip"},
            {"profile", "show", "1"},
@@ -127,6 +129,11 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
     EXPECT_NE(r.err.find("SQLite database"), std::string::npos) << r.err;
   }
   EXPECT_EQ(std::filesystem::file_size(db_), size);
+  EXPECT_EQ(profiles(), 1);
+  // Another model's profile is refused before anything is profiled or trained.
+  r = run({"validate", "--model", "wrn-tiny", "--profile", std::to_string(id), "--db", db_});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("profiles model 'gpt-tiny', not 'wrn-tiny'"), std::string::npos) << r.err;
   EXPECT_EQ(profiles(), 1);
   r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
            "--threads", "1", "--cache-flush-mib", "8", "--no-db", "--json"});

@@ -143,6 +143,13 @@ TEST(Measurements, BadRowsNameFileAndLine) {
     expect_error_at(h + "resnet-18,64,fp32,v100,1,1," + t + ",,sgd\n", 2, "iter_time_s");
   expect_error_at(h + "resnet-18,63,fp32,v100,1,2,0.1,,sgd\n", 2, "does not split");
   expect_error_at(h + "resnet-18,64,fp32,v100,1,1,0.1,,lamb\n", 2, "optimizer");
+  // Precision and type together, and a split that is one: these were refused
+  // later without a line, or (a misspelled split) made a group of their own.
+  expect_error_at(h + "resnet-18,64,bf16,v100,1,1,0.1,,sgd\n", 2, "v100 has no bf16");
+  expect_error_at(h + "resnet-18,64,tf32,v100,1,1,0.1,,sgd\n", 2, "v100 has no tf32");
+  expect_error_at(h + "resnet-18,64,fp32,cpu,1,1,0.1,,sgd\n", 2, "GPU measurements");
+  expect_error_at(h + "resnet-18,64,fp32,v100,1,1,0.1,valdation,sgd\n", 2, "split must be calibration, validation");
+  expect_error_at(h + "resnet-18,99999999,fp32,v100,1,1,0.1,,sgd\n", 2, "[1, 16777216]");
   // Fields are RFC 4180, as the measured-cells table reads them: a stray quote is named.
   expect_error_at(h + "resnet-18,64,fp32,v100,1,1,0.1,,sgd\nresnet-18,64,fp32,v100,1,1,0.1,,sgd \"x\"\n", 3, "quote");
   expect_error_at(h, 1, "no measurements");
