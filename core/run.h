@@ -51,8 +51,8 @@ std::vector<std::pair<std::string, double>> metric_pairs(const RunMetrics& m);
 RunMetrics metrics_from_pairs(const std::vector<std::pair<std::string, double>>& pairs);
 
 struct UtilizationPoint {
-  double t_s = 0;     // round start
-  int busy_gpus = 0;  // GPUs allocated in that round
+  double t_s = 0;     // from this time (a round's start, or a job's end within a round)
+  int busy_gpus = 0;  // GPUs allocated until the next point
 };
 
 struct RunRecord {

@@ -169,9 +169,12 @@ class Simulation {
   size_t next_ = 0;                   // next arrival in `order_`
   long finished_ = 0, rounds_ = 0;
   double start_t_ = 0, t_ = 0, restart_ = 0;
-  // This round: GPUs held, and whether any job trains.
+  // This round: GPUs held, whether any job trains, and the GPUs freed within
+  // it (a job that finished or failed mid-round: time, GPUs).
   int busy_ = 0;
   bool progressing_ = false;
+  std::vector<std::pair<double, int>> freed_;
+  double last_round_t_ = -1;  // start of the last round recorded (< 0: none)
 };
 
 Simulation::Simulation(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle, Policy& policy,
@@ -292,13 +295,25 @@ RunRecord Simulation::run() {
 
     busy_ = 0;
     progressing_ = false;
+    freed_.clear();
     for (size_t i = 0; i < active_.size(); ++i) advance(*active_[i], out_[i]);
     if (options_.record_utilization) {
       auto& u = run_.utilization;
       // Nothing ran between the last round and this one (the clock jumped to
       // an arrival): the GPUs were idle from that round's end.
-      if (!u.empty() && t_ > u.back().t_s + options_.round_s) u.push_back({u.back().t_s + options_.round_s, 0});
+      if (last_round_t_ >= 0 && t_ > last_round_t_ + options_.round_s && (u.empty() || u.back().busy_gpus != 0))
+        u.push_back({last_round_t_ + options_.round_s, 0});
+      last_round_t_ = t_;
       u.push_back({t_, busy_});
+      // GPUs of a job done mid-round are free from then on (as CRU counts
+      // them); held to the round's end here, a 0.31 CRU plotted as 0.48.
+      std::sort(freed_.begin(), freed_.end());
+      int busy = busy_;
+      for (const auto& [at, gpus] : freed_) {
+        busy -= gpus;
+        if (u.back().t_s == at) u.back().busy_gpus = busy;
+        else u.push_back({at, busy});
+      }
     }
     ++rounds_;
     std::erase_if(active_, [](const JobState* s) { return s->remaining <= 0; });
@@ -391,6 +406,7 @@ void Simulation::advance(JobState& s, Allocation& a) {
   busy_ += gpus;
   progressing_ = progressing_ || s.throughput > 0;
   const double held = settle(idx, s, tau, trained, consolidation);
+  if (held < options_.round_s && gpus > 0) freed_.emplace_back(t_ + held, gpus);
   s.executed_s += held;
   s.attained_gpu_s += gpus * held;
   s.waiting_s = 0;

@@ -56,8 +56,34 @@ TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
   EXPECT_DOUBLE_EQ(r.metrics.ttd_s, 530);
   EXPECT_DOUBLE_EQ(r.metrics.cru, 1.0);
   EXPECT_EQ(r.metrics.rounds, 2);
-  ASSERT_EQ(r.utilization.size(), 2u);
+  // Busy in both rounds; free from its end at 530 s, mid-round (CRU counts
+  // it so; the utilization CSV held the GPU to the round's end).
+  ASSERT_EQ(r.utilization.size(), 3u);
   EXPECT_EQ(r.utilization[1].busy_gpus, 1);
+  EXPECT_DOUBLE_EQ(r.utilization[2].t_s, 530);
+  EXPECT_EQ(r.utilization[2].busy_gpus, 0);
+}
+
+// The utilization series is what CRU measures: its time-weighted mean over
+// the run's span equals the CRU (it read 0.48 against 0.31 on small_test,
+// holding a finished job's GPUs to the round's end).
+TEST(Engine, TheUtilizationSeriesAveragesToTheCru) {
+  Cluster c;
+  c.name = "two";
+  c.nodes = {{"a", "localhost", "v100", 2}};
+  const FakeOracle o = rates();
+  auto fifo = make_policy("fifo");
+  const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 5000), make_job(1, 0, 1, 1200), make_job(2, 900, 2, 800)}),
+                               c, o, *fifo, {});
+  const double end = r.metrics.ttd_s;
+  double busy_s = 0;
+  for (size_t i = 0; i < r.utilization.size(); ++i) {
+    const double from = r.utilization[i].t_s;
+    const double to = i + 1 < r.utilization.size() ? std::min(end, r.utilization[i + 1].t_s) : end;
+    if (to > from) busy_s += r.utilization[i].busy_gpus * (to - from);
+  }
+  EXPECT_NEAR(busy_s / (2 * end), r.metrics.cru, 1e-12);
+  EXPECT_LT(r.metrics.cru, 1);
 }
 
 // A job too slow to finish is bad input with a clear message, not a hang:
@@ -201,6 +227,15 @@ TEST(Oracle, TableLookupsFallBackSensibly) {
   EXPECT_DOUBLE_EQ(o.throughput(j, "p100", 1, true), 0.0);
   j.job_type = "Unknown";
   EXPECT_DOUBLE_EQ(o.throughput(j, "v100", 1, true), 0.0);
+  // Between two measured sizes, the line between them: LM on V100s measures
+  // 185.7 at 2 and 126.7 at 4; 3 GPUs were 2's figure x1.5 = 278.6, above
+  // both, and HadarE's copies cut to 3 GPUs ran at it.
+  t.set("v100", "LM (batch size 5)", 2, 185.7);
+  t.set("v100", "LM (batch size 5)", 4, 126.7);
+  const TableOracle lm(t);
+  j.job_type = "LM (batch size 5)";
+  EXPECT_DOUBLE_EQ(lm.throughput(j, "v100", 3, true), (185.7 + 126.7) / 2);
+  EXPECT_DOUBLE_EQ(lm.throughput(j, "v100", 1, true), 0.0);  // below the smallest measured: none
 }
 
 TEST(Oracle, MixedAllocationRunsAtTheBottleneck) {
