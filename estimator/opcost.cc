@@ -286,6 +286,12 @@ std::vector<double> unaligned_sizes(const Op& op) {
   return odd;
 }
 
+double cuda_core_fp16_ratio(const GpuSpec& g) {
+  if (g.arch == "ampere") return g.name.rfind("a100", 0) == 0 ? 4 : 1;
+  if (g.arch == "ada") return 1;
+  return 2;
+}
+
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
   if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
   return !unaligned_sizes(op).empty();
@@ -341,8 +347,11 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
     double eff = gemm_efficiency(g, p, op.m, op.n, op.k, op.batch);
     if (op.cls == OpClass::Conv) eff *= e.conv;
     if (op.winograd && p == Precision::FP32) eff *= e.winograd;
-    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op)) eff *= kUnalignedShare;
-    if (eff > 0) compute_s = op.flops * f / (matmul_peak_tflops(g, p) * 1e12 * eff);
+    double rate = matmul_peak_tflops(g, p) * eff;
+    if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op))
+      rate = std::max(rate * kUnalignedShare, g.fp32_tflops * cuda_core_fp16_ratio(g) *
+                                                  gemm_efficiency(g, Precision::FP32, op.m, op.n, op.k, op.batch));
+    if (rate > 0) compute_s = op.flops * f / (rate * 1e12);
   } else if (op.flops > 0) {
     compute_s = op.flops * f / (g.fp32_tflops * 1e12 * e.gemm_fp32);
   }

@@ -505,6 +505,27 @@ TEST(OpCost, UnalignedSixteenBitGemmsRunOnSlowerKernels) {
   EXPECT_TRUE(unaligned_16bit(h100, Precision::BF16, m_odd));
 }
 
+// An unaligned 16-bit GEMM is never priced below the CUDA cores' own 16-bit
+// rate: 0.22 of a V100's tensor cores put it under its CUDA cores and under a
+// P100 (Gavel's Recommendation, 20,108 items, ran slower on the V100).
+TEST(OpCost, UnalignedGemmsNeverFallBelowTheCudaCores) {
+  Op op;
+  op.cls = OpClass::Gemm;
+  op.m = 4096;
+  op.n = 20108;
+  op.k = 512;
+  op.flops = 2 * op.m * op.n * op.k;
+  const double v100 = op_time_ms(gpu("v100"), Precision::FP16, op, false);
+  EXPECT_LT(v100, op_time_ms(gpu("p100"), Precision::FP16, op, false));
+  const double cuda_cores = op.flops / (2 * gpu("v100").fp32_tflops * 1e12 *
+                                        gemm_efficiency(gpu("v100"), Precision::FP32, op.m, op.n, op.k)) * 1000;
+  EXPECT_NEAR(v100, cuda_cores, 1e-9);
+  EXPECT_EQ(cuda_core_fp16_ratio(gpu("a100-80")), 4);
+  EXPECT_EQ(cuda_core_fp16_ratio(gpu("a40")), 1);
+  EXPECT_EQ(cuda_core_fp16_ratio(gpu("l4")), 1);
+  EXPECT_EQ(cuda_core_fp16_ratio(gpu("h100")), 2);
+}
+
 TEST(CostModel, NotesNameTheUnalignedGemm) {
   // The estimate says which layer pays for an unaligned size, so that a user
   // can pad it; a vocabulary padded to a multiple of 8 draws no such note.
