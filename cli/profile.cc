@@ -144,10 +144,12 @@ void print_comm(const ProfileRun& r, std::ostream& out) {
 }
 
 void print_header(const ProfileRun& r, std::ostream& out) {
-  out << "profile " << r.id << " (" << r.kind << ") " << (r.model.empty() ? "" : r.model + " ") << "on "
-      << r.device << " [" << r.device_type << "], host " << r.host << ", timer " << r.timer;
-  if (r.threads) out << ", " << r.threads << " threads";
-  out << ", " << r.repetitions << " reps";
+  // An unstored run (--no-db) has no id: "profile (comm)", not "profile 0 (comm)".
+  out << "profile " << (r.id > 0 ? std::to_string(r.id) + " " : "") << "(" << r.kind << ") "
+      << (r.model.empty() ? "" : r.model + " ") << "on " << r.device << " [" << r.device_type << "], host " << r.host
+      << ", timer " << r.timer;
+  if (r.threads) out << ", " << count_of(r.threads, "thread");
+  out << ", " << count_of(r.repetitions, "rep");
   if (r.kind == "compute") {
     out << ", " << (r.cache_flush_bytes ? "caches flushed (" + human_bytes(double(r.cache_flush_bytes)) + ")" : "warm caches");
     if (r.mem_gbps > 0) out << ", memory " << fixed(r.mem_gbps, 1) << " GB/s";

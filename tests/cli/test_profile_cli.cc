@@ -139,6 +139,12 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
            "--threads", "1", "--cache-flush-mib", "8", "--no-db", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["cache_flush_bytes"], 8 << 20);
+  // An unstored run has no id ("profile 0 (compute)" read as one), and counts agree with their nouns.
+  r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
+           "--threads", "1", "--no-db"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("profile (compute) gpt-tiny on cpu", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(", 1 thread, 1 rep,"), std::string::npos) << r.out;
 }
 
 // Real training processes: 3 single-process, 3 data-parallel (2 processes,
