@@ -22,59 +22,81 @@ namespace cellsched::cli {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-void check_profile_ids(const std::string& db_path, const std::string& model, int64_t compute_id, int64_t comm_id) {
+namespace {
+
+void check_id_signs(int64_t compute_id, int64_t comm_id) {
   if (compute_id < 0) throw InputError("--profile: an id is a whole number from 1, got " + std::to_string(compute_id));
   if (comm_id < 0) throw InputError("--comm-profile: an id is a whole number from 1, got " + std::to_string(comm_id));
+}
+
+std::string no_database(const std::string& db_path, int64_t compute_id, int64_t comm_id) {
+  return db_path + ": no such database, so no profile " + std::to_string(compute_id ? compute_id : comm_id);
+}
+
+// Profile `id` of `kind` from the store; a compute profile must profile `model`.
+ProfileRun load_profile(const db::ProfileStore& store, const std::string& db_path, int64_t id,
+                        const std::string& kind, const std::string& model) {
+  auto run = store.load(id);
+  if (!run) throw InputError(db_path + ": no profile " + std::to_string(id) + " (see cellsched profile list)");
+  if (run->kind != kind)
+    throw InputError(db_path + ": profile " + std::to_string(id) + " is a " + run->kind + " profile, not a " + kind + " one");
+  if (kind == "compute" && run->model != model)
+    throw InputError(db_path + ": profile " + std::to_string(id) + " profiles model '" + run->model + "', not '" + model + "'");
+  return std::move(*run);
+}
+
+// The newest compute profile of `model` for gpu_type, else (a GPU type) on
+// another GPU type, else (unless modeling is allowed) on any device; 0: none.
+int64_t newest_compute(const db::ProfileStore& store, const std::string& model, const std::string& gpu_type,
+                       bool gpu, bool require_compute) {
+  if (const int64_t id = store.latest_compute(model, gpu_type)) return id;
+  if (gpu) {  // another GPU type's profile transfers; a CPU profile adds nothing
+    for (const auto& s : store.list())  // newest first
+      if (s.kind == "compute" && s.model == model && find_gpu(s.device_type) && find_gpu(s.device_type)->arch != "cpu")
+        return s.id;
+    if (!require_compute) return 0;  // modeled
+  }
+  return store.latest_compute(model, "");
+}
+
+}  // namespace
+
+void check_profile_ids(const std::string& db_path, const std::string& model, int64_t compute_id, int64_t comm_id) {
+  check_id_signs(compute_id, comm_id);
   if (compute_id == 0 && comm_id == 0) return;
   if (db_path != ":memory:" && !std::filesystem::exists(db_path))
-    throw InputError(db_path + ": no such database, so no profile " + std::to_string(compute_id ? compute_id : comm_id));
+    throw InputError(no_database(db_path, compute_id, comm_id));
   const auto store = db::ProfileStore::open(db_path);
-  for (const auto& [id, kind] : {std::pair{compute_id, "compute"}, std::pair{comm_id, "comm"}}) {
-    if (id == 0) continue;
-    const auto run = store.load(id);
-    if (!run) throw InputError(db_path + ": no profile " + std::to_string(id) + " (see cellsched profile list)");
-    if (run->kind != kind)
-      throw InputError(db_path + ": profile " + std::to_string(id) + " is a " + run->kind + " profile, not a " + kind + " one");
-    if (run->kind == "compute" && run->model != model)
-      throw InputError(db_path + ": profile " + std::to_string(id) + " profiles model '" + run->model + "', not '" + model + "'");
-  }
+  if (compute_id) load_profile(store, db_path, compute_id, "compute", model);
+  if (comm_id) load_profile(store, db_path, comm_id, "comm", model);
 }
 
 ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& model, const std::string& gpu_type,
                                  int64_t compute_id, int64_t comm_id, bool require_compute) {
-  check_profile_ids(db_path, model.name, compute_id, comm_id);
+  check_id_signs(compute_id, comm_id);
   const bool gpu = find_gpu(gpu_type) && find_gpu(gpu_type)->arch != "cpu";
   ProfileSelection sel;
-  if (!require_compute && gpu && compute_id == 0 && comm_id == 0 && db_path != ":memory:" &&
-      !std::filesystem::exists(db_path)) {
-    sel.has_compute = false;  // nothing stored: the analytic model prices the GPU type
-    return sel;
-  }
-  if (db_path != ":memory:" && !std::filesystem::exists(db_path))
+  if (db_path != ":memory:" && !std::filesystem::exists(db_path)) {
+    if (compute_id || comm_id) throw InputError(no_database(db_path, compute_id, comm_id));
+    if (!require_compute && gpu) {
+      sel.has_compute = false;  // nothing stored: the analytic model prices the GPU type
+      sel.compute.kind = "compute";
+      return sel;
+    }
     throw InputError(db_path + ": no such database (run `cellsched profile compute --model " + model.name +
                      "` first, or pass --db)");
-  const auto store = db::ProfileStore::open(db_path);
-  if (compute_id == 0) compute_id = store.latest_compute(model.name, gpu_type);
-  if (compute_id == 0 && gpu) {  // another GPU type's profile transfers; a CPU profile adds nothing
-    for (const auto& s : store.list())  // newest first
-      if (s.kind == "compute" && s.model == model.name && find_gpu(s.device_type) &&
-          find_gpu(s.device_type)->arch != "cpu") {
-        compute_id = s.id;
-        break;
-      }
   }
-  if (compute_id == 0 && !require_compute && gpu) sel.has_compute = false;
-  if (compute_id == 0 && sel.has_compute) compute_id = store.latest_compute(model.name, "");
-  if (compute_id == 0 && sel.has_compute)
+  const auto store = db::ProfileStore::open(db_path);
+  if (compute_id == 0) compute_id = newest_compute(store, model.name, gpu_type, gpu, require_compute);
+  if (compute_id != 0) {
+    sel.compute = load_profile(store, db_path, compute_id, "compute", model.name);
+  } else if (gpu && !require_compute) {
+    sel.has_compute = false;
+    sel.compute.kind = "compute";
+  } else {
     throw InputError(db_path + ": no compute profile of model " + model.name +
                      " (run `cellsched profile compute --model " + model.name + "`, or pass --profile ID)");
-  if (!sel.has_compute) compute_id = 0;
-  auto c = compute_id ? store.load(compute_id) : std::optional<ProfileRun>(ProfileRun{});
-  if (!sel.has_compute) c->kind = "compute";
-  if (!c) throw InputError(db_path + ": no profile " + std::to_string(compute_id) + " (see cellsched profile list)");
-  if (c->kind != "compute")
-    throw InputError(db_path + ": profile " + std::to_string(compute_id) + " is a " + c->kind + " profile");
-  sel.compute = std::move(*c);
+  }
   if (comm_id == 0) {
     for (const auto& s : store.list())  // newest first
       if (s.kind == "comm" && find_gpu(s.device_type) && find_gpu(s.device_type)->name == gpu_type) {
@@ -82,13 +104,7 @@ ProfileSelection select_profiles(const std::string& db_path, const ModelSpec& mo
         break;
       }
   }
-  if (comm_id != 0) {
-    auto m = store.load(comm_id);
-    if (!m) throw InputError(db_path + ": no profile " + std::to_string(comm_id) + " (see cellsched profile list)");
-    if (m->kind != "comm")
-      throw InputError(db_path + ": profile " + std::to_string(comm_id) + " is a " + m->kind + " profile");
-    sel.comm = std::move(*m);
-  }
+  if (comm_id != 0) sel.comm = load_profile(store, db_path, comm_id, "comm", model.name);
   return sel;
 }
 

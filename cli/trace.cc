@@ -259,7 +259,10 @@ int cmd_gpus(const std::vector<std::string>& args) {
       a.push_back({{"name", g.name}, {"description", g.description}, {"fp32_tflops", g.fp32_tflops},
                    {"fp16_tflops", g.fp16_tflops}, {"memory_gib", g.memory_gib},
                    {"memory_gbps", g.memory_gbps}, {"nvlink_gbps", g.nvlink_gbps},
-                   {"pcie_gbps", g.pcie_gbps}, {"bf16", g.bf16}, {"year", g.year}});
+                   {"pcie_gbps", g.pcie_gbps}, {"bf16", g.bf16}, {"year", g.year},
+                   {"tf32_tflops", g.tf32_tflops}, {"cuda_fp16_tflops", g.cuda_fp16_tflops},
+                   {"sm_count", g.sm_count}, {"arch", g.arch}, {"nic_gbps", g.nic_gbps},
+                   {"nvlink_peers", g.nvlink_peers}});
     std::cout << a.dump(2) << "\n";
     return 0;
   }

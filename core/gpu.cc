@@ -26,6 +26,12 @@
 //   nvidia-smi listings). The GDDR boards had been taken at 24/48/16/12 GiB,
 //   6-7 % more than CUDA can allocate.
 // - sm_count: from the architecture whitepapers (wave quantization of GEMMs).
+// - cuda_fp16_tflops is FP16 on the CUDA cores (packed half2, no tensor
+//   cores), what cuBLAS falls back to for a GEMM whose sizes the tensor cores
+//   cannot load: 2x FP32 on Volta, Turing and Hopper (V100 31.4, H100 SXM
+//   133.8), 4x on GA100 (A100 78), 1x on GA10x and Ada, whose datasheets give
+//   it equal to their dual-issue FP32 figure, halved here as fp32_tflops is;
+//   the K80 has no fast FP16 (its FP32 rate); the P100's is fp16_tflops.
 // Sources: NVIDIA datasheets "Tesla K80" (2 x GK210, 8.73 TFLOPS FP32 boost, 480
 // GB/s per board), "Tesla P100 PCIe", "Tesla V100" (SXM2), "T4", "A100 Tensor
 // Core GPU" (Table 1 of the A100 whitepaper: FP32 19.5, TF32 156, FP16/BF16 312),
@@ -57,49 +63,49 @@ std::vector<Entry> build_catalogue() {
     c.push_back(Entry{std::move(s), std::move(aliases)});
   };
   // name, description, fp32, fp16, memory GiB, memory GB/s, NVLink, PCIe, bf16, year,
-  // tf32, SMs, arch, NIC GB/s.
+  // tf32, SMs, arch, NIC GB/s, NVLink peers, CUDA-core fp16.
   // One GK210 die of a Tesla K80 board (a board holds two; CUDA and Gavel count dies).
   add({"k80", "NVIDIA Tesla K80 (one GK210 die, 12 GB)", 4.37, 4.37, 11.17, 240, 0, 15.75, false, 2014,
-       0, 13, "kepler", 12.5},
+       0, 13, "kepler", 12.5, 0, 4.37},
       {"tesla-k80", "gk210"});
   // PCIe board, as in Gavel's GCP P100 workers and Alibaba PAI's 2-GPU P100 hosts.
   add({"p100", "NVIDIA Tesla P100 PCIe 16 GB", 9.3, 18.7, 15.9, 732, 0, 15.75, false, 2016, 0, 56,
-       "pascal", 12.5},
+       "pascal", 12.5, 0, 18.7},
       {"tesla-p100", "p100-16", "p100-16gb", "p100-pcie"});
   add({"v100", "NVIDIA Tesla V100 SXM2 16 GB", 15.7, 125, 15.78, 900, 150, 15.75, false, 2017, 0, 80,
-       "volta", 12.5},
+       "volta", 12.5, 0, 31.4},
       {"v100-16", "v100-16gb", "v100-sxm2", "v100-sxm2-16gb", "tesla-v100"});
   add({"v100-32", "NVIDIA Tesla V100 SXM2 32 GB", 15.7, 125, 31.75, 900, 150, 15.75, false, 2018, 0, 80,
-       "volta", 12.5},
+       "volta", 12.5, 0, 31.4},
       {"v100m32", "v100-32gb", "v100-sxm2-32gb"});
-  add({"t4", "NVIDIA T4 16 GB", 8.1, 65, 15, 320, 0, 15.75, false, 2018, 0, 40, "turing", 12.5},
+  add({"t4", "NVIDIA T4 16 GB", 8.1, 65, 15, 320, 0, 15.75, false, 2018, 0, 40, "turing", 12.5, 0, 16.2},
       {"tesla-t4"});
   add({"a100-40", "NVIDIA A100 SXM4 40 GB", 19.5, 312, 40, 1555, 300, 31.5, true, 2020, 156, 108,
-       "ampere", 25},
+       "ampere", 25, 0, 78},
       {"a100", "a100-40gb", "a100-sxm4-40gb"});
   // NVLink bridges join A40s in pairs: a ring over more of them runs at PCIe speed.
   add({"a40", "NVIDIA A40 48 GB", 18.7, 149.7, 44.99, 696, 56.25, 31.5, true, 2020, 74.8, 84, "ampere",
-       12.5, 2},
+       12.5, 2, 18.7},
       {});
   add({"a100-80", "NVIDIA A100 SXM4 80 GB", 19.5, 312, 80, 2039, 300, 31.5, true, 2020, 156, 108,
-       "ampere", 25},
+       "ampere", 25, 0, 78},
       {"a100-80gb", "a100-sxm4-80gb"});
-  add({"a10", "NVIDIA A10 24 GB", 15.6, 125, 22.49, 600, 0, 31.5, true, 2021, 62.5, 72, "ampere", 12.5},
+  add({"a10", "NVIDIA A10 24 GB", 15.6, 125, 22.49, 600, 0, 31.5, true, 2021, 62.5, 72, "ampere", 12.5, 0, 15.6},
       {});
   add({"h100", "NVIDIA H100 SXM5 80 GB", 67, 989.4, 79.65, 3350, 450, 63, true, 2022, 494.7, 132,
-       "hopper", 50},
+       "hopper", 50, 0, 133.8},
       {"h100-sxm", "h100-sxm5", "h100-80", "h100-80gb"});
-  add({"l4", "NVIDIA L4 24 GB", 15.15, 121, 22.49, 300, 0, 31.5, true, 2023, 60, 58, "ada", 12.5}, {});
-  add({"l40s", "NVIDIA L40S 48 GB", 45.8, 362.05, 44.99, 864, 0, 31.5, true, 2023, 183, 142, "ada", 12.5},
+  add({"l4", "NVIDIA L4 24 GB", 15.15, 121, 22.49, 300, 0, 31.5, true, 2023, 60, 58, "ada", 12.5, 0, 15.15}, {});
+  add({"l40s", "NVIDIA L40S 48 GB", 45.8, 362.05, 44.99, 864, 0, 31.5, true, 2023, 183, 142, "ada", 12.5, 0, 45.8},
       {});
   add({"h200", "NVIDIA H200 SXM 141 GB", 67, 989.4, 140.4, 4800, 450, 63, true, 2024, 494.7, 132,
-       "hopper", 50},
+       "hopper", 50, 0, 133.8},
       {"h200-sxm", "h200-141", "h200-141gb"});
   // A generic CPU host (profiles taken with LibTorch + Gloo). NOMINAL figures
   // for a two-socket server of about 2020 (AVX-512 FMA, 8-channel DDR4); they
   // only keep estimates finite and are not a measurement of any machine.
   add({"cpu", "Generic CPU host (nominal figures)", 2.0, 2.0, 256, 200, 0, 15.75, false, 2020, 0, 0,
-       "cpu", 12.5},
+       "cpu", 12.5, 0, 2.0},
       {"host", "x86-64"});
   return c;
 }

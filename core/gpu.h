@@ -23,6 +23,7 @@ struct GpuSpec {
   std::string arch;          // "kepler", "pascal", "volta", "turing", "ampere", "ada", "hopper", "cpu"
   double nic_gbps = 12.5;    // default inter-host bandwidth per GPU's ring, GB/s
   int nvlink_peers = 0;      // GPUs one NVLink domain joins (the A40's bridge: 2); 0 = the whole host
+  double cuda_fp16_tflops = 0;  // peak dense FP16 on the CUDA cores, off the tensor cores (see gpu.cc)
   // Tensor cores multiply fp16 at 8x the FP32 rate or more; Pascal's packed
   // fp16 (P100: 18.7 against 9.3) is 2x and is not one.
   bool tensor_cores() const { return fp16_tflops > 3 * fp32_tflops; }

@@ -286,12 +286,6 @@ std::vector<double> unaligned_sizes(const Op& op) {
   return odd;
 }
 
-double cuda_core_fp16_ratio(const GpuSpec& g) {
-  if (g.arch == "ampere") return g.name.rfind("a100", 0) == 0 ? 4 : 1;
-  if (g.arch == "ada") return 1;
-  return 2;
-}
-
 bool unaligned_16bit(const GpuSpec& g, Precision p, const Op& op) {
   if ((p != Precision::FP16 && p != Precision::BF16) || !g.tensor_cores()) return false;
   return !unaligned_sizes(op).empty();
@@ -349,8 +343,8 @@ double op_time_ms(const GpuSpec& g, Precision p, const Op& op, bool backward) {
     if (op.winograd && p == Precision::FP32) eff *= e.winograd;
     double rate = matmul_peak_tflops(g, p) * eff;
     if (op.cls == OpClass::Gemm && unaligned_16bit(g, p, op))
-      rate = std::max(rate * kUnalignedShare, g.fp32_tflops * cuda_core_fp16_ratio(g) *
-                                                  gemm_efficiency(g, Precision::FP32, op.m, op.n, op.k, op.batch));
+      rate = std::max(rate * kUnalignedShare,
+                      g.cuda_fp16_tflops * gemm_efficiency(g, Precision::FP32, op.m, op.n, op.k, op.batch));
     if (rate > 0) compute_s = op.flops * f / (rate * 1e12);
   } else if (op.flops > 0) {
     compute_s = op.flops * f / (g.fp32_tflops * 1e12 * e.gemm_fp32);

@@ -65,12 +65,9 @@ constexpr double kTf32Share = 0.65;
 // calibrates it. Convolutions are not: cuDNN pads channels.
 constexpr double kUnalignedShare = 0.22;
 // An unaligned 16-bit GEMM is never priced below the CUDA cores' own 16-bit
-// rate: cuBLAS then picks a kernel off the tensor cores. That rate over the
-// FP32 one, from NVIDIA's datasheets: 2 on Volta, Turing and Hopper (packed
-// half2), 4 on the A100 (GA100), 1 on GA10x (A10, A40) and Ada (L4, L40S).
-// Without it a V100 ran an unaligned fp16 model below a P100 (0.22 x 125 =
-// 27.5 TFLOP/s against its CUDA cores' 31.4).
-double cuda_core_fp16_ratio(const GpuSpec& g);
+// rate (GpuSpec::cuda_fp16_tflops): cuBLAS then picks a kernel off the tensor
+// cores. Without it a V100 ran an unaligned fp16 model below a P100 (0.22 x
+// 125 = 27.5 TFLOP/s against its CUDA cores' 31.4).
 // Whether one GEMM size is a multiple of 8 values, as those kernels need.
 bool tensor_core_aligned(double size);
 // The sizes of a GEMM that 16-bit tensor-core kernels need aligned and that

@@ -55,11 +55,11 @@ std::vector<int> free_gpus(const Cluster& cluster, const std::vector<Allocation>
   return free;
 }
 
-std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus) {
+std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus, const std::vector<char>* allowed) {
   std::vector<Placement> out;
   int left = gpus;
   for (size_t n = 0; n < free.size() && left > 0; ++n) {
-    if (free[n] <= 0) continue;
+    if (free[n] <= 0 || (allowed && !(*allowed)[n])) continue;
     const int take = std::min(free[n], left);
     out.push_back({static_cast<int>(n), take});
     left -= take;

@@ -94,8 +94,9 @@ std::vector<int> free_gpus(const Cluster& cluster, const std::vector<Allocation>
 // Placement helpers shared by policies; each returns an empty vector when the
 // request does not fit, and never changes `free` unless it succeeds (then it
 // subtracts what it placed).
-// First fit in node order, any GPU type.
-std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus);
+// First fit in node order, any GPU type. `allowed` (optional, per node)
+// restricts the nodes considered.
+std::vector<Placement> place_first_fit(std::vector<int>& free, int gpus, const std::vector<char>* allowed = nullptr);
 // Fewest nodes: one node if any fits (the tightest), else largest free first.
 // `allowed` (optional, per node) restricts the nodes considered.
 std::vector<Placement> place_fewest_nodes(std::vector<int>& free, int gpus,

@@ -71,6 +71,26 @@ TEST(GpuCatalogue, PublishedFigures) {
   EXPECT_DOUBLE_EQ(find_gpu("t4")->memory_gib, 15);
   EXPECT_EQ(find_gpu("a40")->nvlink_peers, 2);  // a bridge joins two boards
   EXPECT_EQ(find_gpu("a100-80")->nvlink_peers, 0);  // NVSwitch: the whole host
+}
+
+TEST(GpuCatalogue, CudaCoreFp16IsTheDatasheetsRatioOfFp32) {
+  // Packed half2: 2x FP32 on Volta, Turing and Hopper, 4x on GA100, 1x on
+  // GA10x and Ada; never above the tensor cores, never below FP32 but on the
+  // K80, which has no fast FP16 at all.
+  const auto ratio = [](const char* n) { return find_gpu(n)->cuda_fp16_tflops / find_gpu(n)->fp32_tflops; };
+  EXPECT_DOUBLE_EQ(ratio("v100"), 2);
+  EXPECT_NEAR(ratio("t4"), 2, 1e-9);
+  EXPECT_NEAR(ratio("h100"), 2, 0.01);
+  EXPECT_DOUBLE_EQ(ratio("a100-80"), 4);
+  EXPECT_DOUBLE_EQ(ratio("a40"), 1);
+  EXPECT_DOUBLE_EQ(ratio("l4"), 1);
+  for (const GpuSpec& g : gpu_catalogue()) {
+    EXPECT_GT(g.cuda_fp16_tflops, 0) << g.name;
+    EXPECT_LE(g.cuda_fp16_tflops, g.fp16_tflops) << g.name;
+    if (g.name != "k80") {
+      EXPECT_GE(g.cuda_fp16_tflops, g.fp32_tflops) << g.name;
+    }
+  }
   // Newer generations are faster.
   EXPECT_LT(find_gpu("k80")->fp32_tflops, find_gpu("p100")->fp32_tflops);
   EXPECT_LT(find_gpu("p100")->fp32_tflops, find_gpu("v100")->fp32_tflops);

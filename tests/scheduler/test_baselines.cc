@@ -69,6 +69,22 @@ TEST(YarnCs, BlocksAtTheHeadOfTheLineAndConsolidates) {
   EXPECT_DOUBLE_EQ(r.metrics.cru, 2340.0 / 3600.0);
 }
 
+TEST(ArrivalOrder, SkipsNodesOfATypeTheJobCannotRunOn) {
+  // T4 nodes listed first, no throughput on them (as a Gavel table has none):
+  // fifo and yarn-cs took the first free GPUs, found the job could not run
+  // there, and ran nothing at all. Now each job goes to the V100s.
+  for (const std::string policy : {"fifo", "yarn-cs"}) {
+    Scenario s;
+    s.cluster.nodes = {{"t", "localhost", "t4", 4}, {"a", "localhost", "v100", 2}};
+    s.trace.jobs = {make_job(0, 0, 2, 7200), make_job(1, 0, 1, 1800)};
+    const RunRecord r = s.run(policy);
+    ASSERT_EQ(r.metrics.completed, 2) << policy;
+    // J0 on a (20 it/s) -> 360; J1 waits for a GPU of a -> 360 + 180.
+    EXPECT_DOUBLE_EQ(r.jobs[0].completion_s, 360) << policy;
+    EXPECT_DOUBLE_EQ(r.jobs[1].completion_s, 540) << policy;
+  }
+}
+
 TEST(Fifo, RestartOverheadIsChargedOnStart) {
   Scenario s;
   s.options.restart_s = 30;
