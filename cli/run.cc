@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "cli/report.h"
 #include "core/error.h"
+#include "core/parse_util.h"
 #include "core/throughput.h"
 #include "db/online.h"
 #include "runner/checkpoint.h"
@@ -193,6 +194,18 @@ int cmd_run(const std::vector<std::string>& args) {
 
 namespace {
 
+// --iterations: digits are read as an integer, so that 2^53 + 1 is refused
+// rather than rounded to 2^53; other forms ("1e6") as a number.
+double parse_iterations(const std::string& text) {
+  if (const auto i = detail::to_int(text)) {
+    if (*i < 1 || *i > (1LL << 53))
+      throw InputError("--iterations must be a whole number in [1, 2^53] (got " + std::string(detail::trim(text)) + ")");
+    return static_cast<double>(*i);
+  }
+  if (const auto d = detail::to_double(text)) return *d;  // check_job checks it
+  throw InputError("--iterations: '" + text + "' is not a number");
+}
+
 // The job's own fields: counts in range, names printable, model and job type
 // filled in from each other.
 void check_job(db::OnlineJob& j) {
@@ -276,6 +289,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
     else args.push_back(a);
   }
   db::OnlineJob j;
+  std::string iterations;
   std::string db_path;
   bool as_json = false;
   po::options_description opts("options");
@@ -284,7 +298,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("job-type", po::value(&j.job_type), "throughput-table job type, e.g. 'ResNet-18 (batch size 64)'")
       ("model", po::value(&j.model), "model name")
       ("batch", po::value(&j.batch_size)->default_value(0), "batch size")
-      ("iterations", po::value(&j.iterations)->required(), "iterations to train (> 0)")
+      ("iterations", po::value(&iterations)->required(), "iterations to train, a whole number in [1, 2^53]")
       ("gpus", po::value(&j.gpus)->default_value(1), "GPUs as one gang (> 0)")
       ("weight", po::value(&j.weight)->default_value(1.0), "priority weight, [1e-6, 1e6]")
       ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <the runner's --work-dir>/job-<id>, <db>.d/job-<id> unless it names one)")
@@ -293,6 +307,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("json", po::bool_switch(&as_json), "print the job as JSON");
   po::variables_map vm;
   if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
+  j.iterations = parse_iterations(iterations);
   if (command.empty()) throw InputError("no command: put it after `--`, e.g. `-- python3 train.py`");
   if (command[0].empty()) throw InputError("the command name is empty");
   check_job(j);

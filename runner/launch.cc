@@ -193,8 +193,7 @@ void Runner::Impl::run_launches(const std::vector<int64_t>& fresh, const std::ma
       if (bad) {
         l.ended_at = now;
         Entry& e = jobs.at(l.job_id);
-        ++e.row.failures;
-        e.row.last_error = "launch " + std::to_string(id) + ": " + l.outcome;
+        count_failure(e, l, "launch " + std::to_string(id) + ": " + l.outcome);
         store.update_job(e.row);
       }
       store.update_launch(l);

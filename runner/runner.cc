@@ -302,6 +302,9 @@ void Runner::Impl::run() {
   });
   recover();
   long rounds = 0;
+  // Progress is saved and the lease renewed every 5 s across rounds: reset
+  // each round, a 5 s round never reached the mark and `status` read 0.
+  double beat = unix_now();
   while (!stopping() && (o.max_rounds < 0 || rounds < o.max_rounds)) {
     refresh_jobs();
     poll();
@@ -310,7 +313,6 @@ void Runner::Impl::run() {
     const int64_t number = store.last_round() + 1;
     round(number, t0);
     ++rounds;
-    double beat = unix_now();
     while (!stopping() && unix_now() < t0 + o.round_s) {
       sleep_s(std::min(o.poll_s, t0 + o.round_s - unix_now()));
       refresh_jobs();

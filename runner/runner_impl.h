@@ -81,6 +81,7 @@ struct Runner::Impl {
     db::OnlineJob row;
     Job job;
     JobState state;
+    int64_t failed_round = -1;  // the round whose launches last counted a failure
   };
   std::map<int64_t, Entry> jobs;                 // unfinished jobs (stable addresses)
   std::map<int64_t, db::OnlineLaunch> launches;  // live launches
@@ -171,6 +172,9 @@ struct Runner::Impl {
 
   // Marks a launch ended (all its processes are gone) and judges its outcome.
   void end_launch(int64_t id);
+  // A failed launch of `e`: one failure per round, however many of the job's
+  // gangs (forked copies) failed in it; `error` becomes last_error either way.
+  void count_failure(Entry& e, const db::OnlineLaunch& l, std::string error);
 
   // SIGTERM, the grace period, then SIGKILL; every launch in `ids` is ended.
   void stop(const std::vector<int64_t>& ids);

@@ -152,14 +152,19 @@ void Runner::Impl::end_launch(int64_t id) {
     observe(l);
     store.update_launch(l);
     if (failed && e) {
-      ++e->row.failures;
-      e->row.last_error = "launch " + std::to_string(id) + " (copy " + std::to_string(l.copy) +
-                          "): " + outcome + "; see " + l.dir;
+      count_failure(*e, l, "launch " + std::to_string(id) + " (copy " + std::to_string(l.copy) + "): " + outcome +
+                               "; see " + l.dir);
       store.update_job(e->row);
     }
   });
   rates.erase(id);
   if (failed) log("job " + std::to_string(l.job_id) + ": launch " + std::to_string(id) + " failed: " + outcome);
+}
+
+void Runner::Impl::count_failure(Entry& e, const db::OnlineLaunch& l, std::string error) {
+  if (e.failed_round != l.round) ++e.row.failures;
+  e.failed_round = l.round;
+  e.row.last_error = std::move(error);
 }
 
 // SIGTERM, the grace period, then SIGKILL; every launch in `ids` is ended.
@@ -213,6 +218,20 @@ void Runner::Impl::settle_jobs() {
     }
     const bool done = progress_of(e) >= e.row.iterations;
     const bool give_up = e.row.failures > o.max_failures;
+    if (any_running && done && !give_up && !e.row.cancel_requested) {
+      // Its processes have trained their share and are exiting: a moment's
+      // wait lets them end as themselves ("exit 0"), not as "stopped
+      // (signal 15)" by a SIGTERM that reached an interpreter shutting down.
+      const std::vector<int64_t> live = live_of(jid, true);
+      const double until = unix_now() + std::min(o.grace_s, 2.0);
+      auto alive_any = [&](int64_t id) {
+        return std::any_of(launches.at(id).procs.begin(), launches.at(id).procs.end(),
+                           [&](const db::OnlineProc& p) { return alive(p.pid, p.start_ticks); });
+      };
+      while (unix_now() < until && std::any_of(live.begin(), live.end(), alive_any)) sleep_s(0.05);
+      for (int64_t id : live)
+        if (!alive_any(id)) end_launch(id);
+    }
     if (any_running && (done || give_up || e.row.cancel_requested)) {
       stop(live_of(jid, true));
       any_running = false;

@@ -179,6 +179,9 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
       {{"--iterations", "1.5"}, "--iterations must be a whole number in [1, 2^53]"},
       {{"--iterations", "1e300"}, "--iterations must be a whole number in [1, 2^53]"},
       {{"--iterations", "99999999999999999999"}, "--iterations must be a whole number in [1, 2^53]"},
+      // Read as a double it rounded to 2^53 and was stored so.
+      {{"--iterations", "9007199254740993"}, "--iterations must be a whole number in [1, 2^53] (got 9007199254740993)"},
+      {{"--iterations", "ten"}, "--iterations: 'ten' is not a number"},
       {{"--iterations", "5", "--weight", "inf"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--weight", "1e-9"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--checkpoint-dir", "/etc/passwd"}, "--checkpoint-dir /etc/passwd: must be a directory"},
@@ -312,16 +315,21 @@ TEST_F(Runner, ReplaysAnOfflineSchedule) {
   EXPECT_NE(r.err.find("fast"), std::string::npos) << r.err;
 }
 
+// Under hadare too: a failing job was forked onto every idle GPU and each
+// copy's failure counted, 7 failures against --max-failures 3.
 TEST_F(Runner, FailedLaunchesAreRetriedThenTheJobFails) {
-  write_nodes(kTwoNodes);
-  submit({"--iterations", "5"}, {kTrainer});
-  const pid_t p = start_runner({"--round", "1", "--until-idle", "--max-failures", "2", "--policy", "fifo"},
-                               {"TRAINER_FAIL=1"});
-  EXPECT_EQ(finish(p), 0) << runner_logs();
-  const json j = status()["jobs"][0];
-  EXPECT_EQ(j["state"], "failed");
-  EXPECT_EQ(j["failures"], 3);
-  EXPECT_NE(j["last_error"].get<std::string>().find("exit 3"), std::string::npos) << j.dump(2);
+  for (const std::string policy : {"fifo", "hadare"}) {
+    write_nodes(kTwoNodes);
+    db_ = (dir_ / (policy + ".db")).string();
+    submit({"--iterations", "5"}, {kTrainer});
+    const pid_t p = start_runner({"--round", "1", "--until-idle", "--max-failures", "2", "--policy", policy},
+                                 {"TRAINER_FAIL=1"});
+    EXPECT_EQ(finish(p), 0) << runner_logs();
+    const json j = status()["jobs"][0];
+    EXPECT_EQ(j["state"], "failed") << policy;
+    EXPECT_EQ(j["failures"], 3) << policy;
+    EXPECT_NE(j["last_error"].get<std::string>().find("exit 3"), std::string::npos) << j.dump(2);
+  }
 }
 
 // A gang whose second process dies: the launch failed (it used to end as
@@ -341,19 +349,24 @@ TEST_F(Runner, AGangWhoseRankDiesIsAFailedLaunch) {
 
 // `status` shows a running gang's progress before its launch ends (it showed
 // 0 for as long as a gang kept its placement).
+// With rounds shorter than the 5 s save period too (the period restarted
+// each round, so 4 s rounds never saved and `status` read 0 throughout).
 TEST_F(Runner, StatusShowsTheProgressOfRunningGangs) {
-  write_nodes(kTwoNodes);
-  submit({"--iterations", "100000"}, {kTrainer});
-  const pid_t p = start_runner({"--round", "60", "--policy", "fifo"});
-  double progress = 0;
-  for (int i = 0; i < 150 && progress <= 0; ++i) {  // saved every 5 s
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const json st = status();
-    if (!st["jobs"].empty()) progress = st["jobs"][0]["progress"].get<double>();
+  for (const std::string round : {"60", "4"}) {
+    write_nodes(kTwoNodes);
+    db_ = (dir_ / ("round" + round + ".db")).string();
+    submit({"--iterations", "100000"}, {kTrainer});
+    const pid_t p = start_runner({"--round", round, "--policy", "fifo"});
+    double progress = 0;
+    for (int i = 0; i < 150 && progress <= 0; ++i) {  // saved every 5 s
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const json st = status();
+      if (!st["jobs"].empty()) progress = st["jobs"][0]["progress"].get<double>();
+    }
+    EXPECT_GT(progress, 0) << "--round " << round << "\n" << runner_logs();
+    kill(p, SIGTERM);
+    EXPECT_EQ(finish(p), 0) << runner_logs();
   }
-  EXPECT_GT(progress, 0) << runner_logs();
-  kill(p, SIGTERM);
-  EXPECT_EQ(finish(p), 0) << runner_logs();
 }
 
 // A launch's process group ends with it: a child the trainer left behind
@@ -548,6 +561,20 @@ TEST_F(Runner, OneRunnerPerStateDatabase) {
   EXPECT_TRUE((sb == 0 && sc == 2) || (sb == 2 && sc == 0)) << sb << " " << sc << "\n" << runner_logs();
   const json j = status()["jobs"][0];
   EXPECT_EQ(j["state"], "done") << j.dump(2);
+}
+
+// A trainer that has trained its share and takes a moment to exit ends as
+// itself: it was SIGTERMed at once and recorded "stopped (signal 15)" (a
+// PyTorch trainer shutting down), though nothing had stopped it.
+TEST_F(Runner, AFinishedLaunchEndsAsItselfNotAsStopped) {
+  write_nodes(kTwoNodes);
+  submit({"--iterations", "5"}, {kTrainer});
+  const pid_t p = start_runner({"--round", "30", "--until-idle", "--policy", "fifo"}, {"TRAINER_EXIT_DELAY=0.5"});
+  EXPECT_EQ(finish(p), 0) << runner_logs();
+  EXPECT_EQ(status()["jobs"][0]["state"], "done");
+  const auto launches = cellsched::db::OnlineStore::open(db_).launches_of(1);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].outcome, "exit 0") << runner_logs();
 }
 
 // The lease in the store stands for a runner on another host, where the OS

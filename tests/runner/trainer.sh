@@ -8,7 +8,9 @@
 # exist: create it and SIGKILL itself between the commit of its N-th save and
 # the rename), TRAINER_FAIL_RANK=R (rank R exits 3 after 0.5 s),
 # TRAINER_NO_CKPT (progress lines without the checkpoint they commit),
-# TRAINER_LEAK (leaves a `sleep 300` behind, its pid in $CELLSCHED_PROGRESS.leak).
+# TRAINER_LEAK (leaves a `sleep 300` behind, its pid in $CELLSCHED_PROGRESS.leak),
+# TRAINER_EXIT_DELAY (seconds between its last save and its exit, as an
+# interpreter takes to shut down).
 set -u
 if [ -n "${TRAINER_LEAK:-}" ] && [ "$RANK" = 0 ]; then
   sleep 300 &
@@ -47,6 +49,7 @@ while [ "$stop" = 0 ] && [ "$n" -lt "$CELLSCHED_ITERATIONS" ]; do
     mv "$CELLSCHED_CKPT_OUT.$n.tmp" "$CELLSCHED_CKPT_OUT"
   fi
 done
+[ "$stop" = 0 ] && sleep "${TRAINER_EXIT_DELAY:-0}"
 read -r up _ < /proc/uptime
 [ -n "$log" ] && echo "end $CELLSCHED_JOB_ID $CELLSCHED_COPY $$ $up" >> "$log"
 exit 0
