@@ -32,10 +32,12 @@ int db_runs(const std::vector<std::string>& args) {
   const auto runs = store.list_runs();
   if (vm.count("json")) {
     nlohmann::json a = nlohmann::json::array();
+    // No job done: no JCT nor TTD, null as in every run's JSON (not 0.0).
+    const auto done = [](const auto& r, double v) { return r.completed > 0 ? nlohmann::json(v) : nlohmann::json(); };
     for (const auto& r : runs)
       a.push_back({{"id", r.id}, {"created_at", r.created_at}, {"policy", r.policy},
                    {"trace", r.trace_name}, {"cluster", r.cluster_name}, {"jobs", r.jobs},
-                   {"completed", r.completed}, {"jct_mean_s", r.jct_mean_s}, {"ttd_s", r.ttd_s},
+                   {"completed", r.completed}, {"jct_mean_s", done(r, r.jct_mean_s)}, {"ttd_s", done(r, r.ttd_s)},
                    {"cru", r.cru}, {"decision_mean_ms", r.decision_mean_ms}});
     std::cout << a.dump(2) << "\n";
     return 0;
@@ -44,8 +46,8 @@ int db_runs(const std::vector<std::string>& args) {
            "TTD h", "CRU", "decide ms"});
   for (const auto& r : runs)
     t.add({std::to_string(r.id), r.created_at, r.policy, r.trace_name, r.cluster_name,
-           std::to_string(r.jobs), std::to_string(r.completed), hours(r.jct_mean_s),
-           hours(r.ttd_s), fixed(r.cru, 3), fixed(r.decision_mean_ms, 3)});
+           std::to_string(r.jobs), std::to_string(r.completed), r.completed > 0 ? hours(r.jct_mean_s) : "-",
+           r.completed > 0 ? hours(r.ttd_s) : "-", fixed(r.cru, 3), fixed(r.decision_mean_ms, 3)});
   t.print(std::cout);
   return 0;
 }

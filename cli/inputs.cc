@@ -175,6 +175,18 @@ void make_oracle(const ReplayArgs& a, ReplayInputs& in) {
 
 }  // namespace
 
+void record_replay_args(const ReplayArgs& a, std::map<std::string, std::string>& params) {
+  params["reference_gpu"] = canonical_gpu_name(a.ref_gpu);
+  params["oracle"] = a.oracle;
+  if (a.limit >= 0) params["limit"] = std::to_string(a.limit);
+  const std::pair<const char*, const std::string*> given[] = {
+      {"model_mix", &a.model_mix}, {"model_map", &a.model_map}, {"gpu_map", &a.gpu_map},
+      {"precision", &a.precision}, {"cells_precision", &a.cells_precision}};
+  for (const auto& [key, value] : given)
+    if (!value->empty()) params[key] = *value;
+  if (a.oracle == "measured") params["locality_penalty"] = num(a.locality_penalty);
+}
+
 void note_wide_jobs(const ReplayInputs& in, std::ostream& err) {
   int widest = 0;
   for (const Node& n : in.cluster.nodes) widest = std::max(widest, n.gpus);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <future>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -74,6 +75,12 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
 // durations into iterations at the one-node rate: a note on `err` says how
 // many there are.
 void note_wide_jobs(const ReplayInputs& in, std::ostream& err);
+
+// The replay flags that change a run's results, into its stored parameters
+// (two Philly runs at different --reference-gpu were stored alike, their mean
+// JCTs 1.8x apart): reference_gpu, oracle, and limit, the maps, the model mix
+// and the precisions where given.
+void record_replay_args(const ReplayArgs& a, std::map<std::string, std::string>& params);
 
 // The round's numbers (--round, --restart, --consolidation): finite and in
 // range, or InputError naming the flag and its limits.

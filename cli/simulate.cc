@@ -47,6 +47,7 @@ std::vector<RunRecord> run_policies(const std::vector<std::unique_ptr<Policy>>& 
     }
     run.params["seed"] = std::to_string(ra.seed);
     run.params["trace_format"] = in.trace.format;
+    record_replay_args(ra, run.params);
     if (policy->name() == "hadar" || policy->name() == "hadare") {
       run.params["hadar_spare_exponent"] = num(ra.policy.hadar_spare_exponent);
       run.params["hadar_ratio_exponent"] = num(ra.policy.hadar_ratio_exponent);

@@ -396,6 +396,9 @@ Trace load_trace(const std::string& path, const TraceReadOptions& options) {
   t.name = std::filesystem::path(path).filename().string();
   t.source = path;
   t.format = to_string(format);
+  if (!options.model_mix.empty() && format != TraceFormat::Philly)  // it was ignored, and the run then failed on types
+    fail_input(path, 0, "a model mix (--model-mix) maps Pollux's Philly CSV (format philly) onto zoo models; this "
+                        "trace is " + t.format + ": map its names with --model-map instead");
   switch (format) {
     case TraceFormat::Gavel: read_gavel(path, lines, false, options, t); break;
     case TraceFormat::GavelLegacy: read_gavel(path, lines, true, options, t); break;
