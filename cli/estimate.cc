@@ -278,10 +278,21 @@ int tune_every_cell(const Loaded& l, const Common& c, const tuner::TuneOptions& 
   if (store) store->save(recs);
   if (json) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& r : recs)
-      a.push_back({{"gpus", r.hosts * r.gpus_per_host}, {"hosts", r.hosts}, {"stages", r.stages},
-                   {"basis", r.basis}, {"iteration_ms", finite_or_null(r.iteration_ms)},
-                   {"samples_per_s", finite_or_null(r.samples_per_s)}, {"plan", nlohmann::json::parse(r.plan)}});
+    // "auto" rows (the best over stage counts) say so and give the stage
+    // count they chose (a 0 there read as a count and doubled real rows);
+    // an infeasible cell has no stages, time, memory nor plan: null.
+    for (const auto& r : recs) {
+      const bool feasible = r.basis != "infeasible";
+      const auto stages = !feasible ? nlohmann::json()
+                          : r.stages ? nlohmann::json(r.stages)
+                                     : nlohmann::json(tuner::plan_from_json(r.plan).stages.size());
+      a.push_back({{"gpus", r.hosts * r.gpus_per_host}, {"hosts", r.hosts}, {"stages", stages},
+                   {"auto", r.stages == 0}, {"feasible", feasible}, {"basis", r.basis},
+                   {"iteration_ms", feasible ? finite_or_null(r.iteration_ms) : nlohmann::json()},
+                   {"samples_per_s", feasible ? finite_or_null(r.samples_per_s) : nlohmann::json()},
+                   {"memory_gib", feasible ? finite_or_null(r.memory_gib) : nlohmann::json()},
+                   {"plan", feasible ? nlohmann::json::parse(r.plan) : nlohmann::json()}});
+    }
     std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"cells", a},
                                 {"tune_seconds", secs}, {"profile_run_id", pid},
                                 {"comm_profile_run_id", cm.comm_run_id()}}.dump(2) << "\n";
@@ -414,13 +425,18 @@ int cmd_tune(const std::vector<std::string>& args) {
     store->save(recs);
   }
   if (!r.feasible) {
-    std::cerr << "cellsched tune: no plan of " << c.gpus << " " << cm.gpu_type() << " GPUs fits "
-              << l.model.name << " in memory";
+    std::string why = "no plan of " + std::to_string(c.gpus) + " " + cm.gpu_type() + " GPUs fits " + l.model.name +
+                      " in memory";
     // Gradient accumulation splits the batch in power-of-two counts that divide it.
     const long split = c.batch & -c.batch;
     if (split < c.batch)
-      std::cerr << " (micro-batch counts tried: powers of two dividing " << c.batch << ", up to " << split << ")";
-    std::cerr << "\n";
+      why += " (micro-batch counts tried: powers of two dividing " + std::to_string(c.batch) + ", up to " +
+             std::to_string(split) + ")";
+    if (json)  // a script reads the answer as it reads estimate's: feasible false, and why
+      std::cout << nlohmann::json{{"model", l.model.name}, {"gpu_type", cm.gpu_type()}, {"gpus", c.gpus},
+                                  {"feasible", false}, {"infeasible_reason", why}, {"tune_seconds", secs}}.dump(2)
+                << "\n";
+    std::cerr << "cellsched tune: " << why << "\n";
     return 1;
   }
   print_tuned(r, secs, pid, cm.comm_run_id(), json, store ? c.db_path : "");

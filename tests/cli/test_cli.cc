@@ -498,6 +498,30 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("fits gpt-1.3b in memory (micro-batch counts tried: powers of two dividing 99, up to 1)"),
             std::string::npos) << r.err;
+  // With --json the answer is JSON too, as estimate's is (stdout was empty).
+  r = run({"tune", "--model", "gpt-1.3b", "--gpu-type", "v100", "--gpus", "1", "--batch", "99", "--no-db", "--json"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const auto none = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(none["feasible"].get<bool>());
+  EXPECT_NE(none["infeasible_reason"].get<std::string>().find("fits gpt-1.3b in memory"), std::string::npos);
+  // tune --all: an auto row gives the stage count it chose and says it is
+  // the best over counts (it read "stages": 0), with its memory; an
+  // infeasible cell is null throughout.
+  r = run({"tune", "--model", "gpt-1.3b", "--gpu-type", "v100", "--gpus", "2", "--all", "--no-db", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  int autos = 0;
+  const auto tuned = nlohmann::json::parse(r.out);
+  for (const auto& cell : tuned["cells"]) {
+    if (cell["auto"].get<bool>()) ++autos;
+    if (!cell["feasible"].get<bool>()) {
+      EXPECT_TRUE(cell["stages"].is_null() && cell["plan"].is_null() && cell["memory_gib"].is_null()) << cell;
+      continue;
+    }
+    EXPECT_GE(cell["stages"].get<int>(), 1) << cell;
+    EXPECT_EQ(cell["stages"].get<size_t>(), cell["plan"]["stages"].size()) << cell;
+    EXPECT_GT(cell["memory_gib"].get<double>(), 0) << cell;
+  }
+  EXPECT_EQ(autos, 2);  // one per GPU count: 1 and 2
   // The shipped comparison runs; a bad row is named by file and line, exit 2.
   r = run({"estimate", "--validate", examples("data/gpu_measurements/gavel.csv")});
   ASSERT_EQ(r.status, 0) << r.err;
