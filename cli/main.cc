@@ -26,7 +26,8 @@ const std::vector<Verb>& verbs() {
       {"profile", "profile a model's compute per layer and communication per collective", cmd_profile_via_helper},
       {"estimate", "estimate a cell's iteration time, throughput and memory under a parallel plan", cmd_estimate},
       {"tune", "find the best parallel plan of a cell (or of every cell) and store it", cmd_tune},
-      {"validate", "compare estimates with real CPU training runs (DP, pipeline, single process)",
+      {"validate", "compare estimates with real CPU training runs (DP, pipeline, single process); "
+                   "`validate fork` measures HadarE's copy efficiency",
        cmd_validate_via_helper},
       {"run", "run the scheduler online against a node list (long-lived)", cmd_run},
       {"submit", "submit a training job to the online runner", cmd_submit},
@@ -40,6 +41,7 @@ const std::vector<Verb>& verbs() {
 void usage(std::ostream& out) {
   out << "usage: cellsched <verb> [options]   (cellsched <verb> --help for details)\n\nverbs:\n";
   for (const auto& v : verbs()) out << "  " << v.name << std::string(12 - std::strlen(v.name), ' ') << v.summary << "\n";
+  out << "\n  --version   print the version\n  --help      this list\n";
   out << "\nexit status: 0 ok, 1 failure, 2 bad usage or bad input\n";
 }
 

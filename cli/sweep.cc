@@ -137,18 +137,19 @@ void write_sweep_files(const std::vector<Cell>& cells, const std::vector<double>
   {
     std::ofstream f(d / "sweep.csv");
     if (!f) throw InputError((d / "sweep.csv").string() + ": cannot write");
-    f.precision(10);
+    // Every digit, as sweep.json and the other CSVs keep (it cut to 10).
+    const auto full = [](double v) { return detail::format_double(v); };
     f << "policy,rate_per_hour,mean_interarrival_s,window_jobs,window_finished,avg_jct_s,"
          "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru\n";
     for (const Cell& c : cells) {
       const RunMetrics& m = c.run.metrics;
-      f << c.policy << "," << c.rate << "," << 3600.0 / c.rate << "," << c.window_jobs << ","
+      f << detail::csv_field(c.policy) << "," << full(c.rate) << "," << full(3600.0 / c.rate) << "," << c.window_jobs << ","
         << c.window_finished << ",";
-      if (c.avg_jct_s >= 0) f << c.avg_jct_s;
+      if (c.avg_jct_s >= 0) f << full(c.avg_jct_s);
       f << "," << m.jobs << "," << m.completed << ",";
-      if (m.completed > 0) f << m.jct_mean_s << "," << m.jct_p99_s << "," << m.ttd_s;
+      if (m.completed > 0) f << full(m.jct_mean_s) << "," << full(m.jct_p99_s) << "," << full(m.ttd_s);
       else f << ",,";  // none done: no JCT nor TTD
-      f << "," << m.cru << "\n";
+      f << "," << full(m.cru) << "\n";
     }
     if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
   }

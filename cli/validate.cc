@@ -387,7 +387,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   add_validate_options(opt, s, out_md, config_list);
   po::variables_map vm;
   if (!parse("cellsched validate [--model M] [--configs C,...] [--db PATH] [--trials N] [--iterations N] [--out FILE] "
-             "[--json] [options]", args, opt, {}, vm))
+             "[--json] [options]\n       cellsched validate fork [options]   (HadarE's copy efficiency; "
+             "validate fork --help)", args, opt, {}, vm))
     return 0;
   check_settings(s);
   if (vm.count("out")) check_out_file("out", out_md);  // now, not after minutes of training

@@ -35,6 +35,8 @@ TEST_F(Cli, HelpAndUnknownVerb) {
   Result r = run({"--help"});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("simulate"), std::string::npos);
+  EXPECT_NE(r.out.find("--version"), std::string::npos) << r.out;  // it worked, unlisted
+  EXPECT_NE(r.out.find("`validate fork`"), std::string::npos) << r.out;
   r = run({"frobnicate"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("unknown verb"), std::string::npos);
@@ -303,6 +305,12 @@ TEST_F(Cli, SweepTabulatesJctAgainstLoadAndPlotsIt) {
   const std::string csv = slurp(dir_ / "out" / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "out" / "sweep.json")), doc);
+  // Every digit the JSON has (the CSV cut to 10 significant ones): the first
+  // row's avg_jct_s (6th field) reads back to the JSON's double exactly.
+  const std::string row = csv.substr(csv.find('\n') + 1);
+  size_t at = 0;
+  for (int i = 0; i < 5; ++i) at = row.find(',', at) + 1;
+  EXPECT_EQ(std::stod(row.substr(at, row.find(',', at) - at)), doc["results"][0]["avg_jct_s"].get<double>()) << row;
 
   // The table: one row per policy, one column per rate; same seed, same numbers.
   r = run(base);
