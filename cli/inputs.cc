@@ -188,6 +188,7 @@ void record_replay_args(const ReplayArgs& a, std::map<std::string, std::string>&
 }
 
 void note_wide_jobs(const ReplayInputs& in, std::ostream& err) {
+  for (const std::string& n : in.cluster.notes) err << "note: " << in.cluster.name << ": " << n << "\n";
   int widest = 0;
   for (const Node& n : in.cluster.nodes) widest = std::max(widest, n.gpus);
   long wide = 0;

@@ -74,6 +74,8 @@ ReplayInputs load_replay_inputs(const ReplayArgs& a, bool rigid = true);
 // nodes: a ninth of its one-node rate), while a Philly import turned their
 // durations into iterations at the one-node rate: a note on `err` says how
 // many there are.
+// Notes on stderr: what reading the cluster left out, and jobs wider than
+// any node.
 void note_wide_jobs(const ReplayInputs& in, std::ostream& err);
 
 // The replay flags that change a run's results, into its stored parameters

@@ -220,10 +220,20 @@ int cmd_cluster(const std::vector<std::string>& args) {
   pos.add("cluster", 1);
   po::variables_map vm;
   if (!parse("cellsched cluster SPEC [--yaml|--json]", args, opt, pos, vm)) return 0;
-  const Cluster c =
-      load_cluster(spec, gpu_map.empty() ? std::map<std::string, std::string>{}
-                                         : parse_name_map(gpu_map, "--gpu-map"));
+  const auto map = gpu_map.empty() ? std::map<std::string, std::string>{} : parse_name_map(gpu_map, "--gpu-map");
+  const Cluster c = load_cluster(spec, map);
   if (vm.count("yaml") && vm.count("json")) throw InputError("--yaml and --json contradict each other");
+  // Here the map applies to the cluster alone: a key it has no machine of is
+  // a typo ("MSIC") or a case slip ("g2"), which was ignored.
+  for (const auto& [key, type] : map)
+    if (std::find(c.gpu_models.begin(), c.gpu_models.end(), key) == c.gpu_models.end()) {
+      std::string models;
+      for (const std::string& m : c.gpu_models) models += (models.empty() ? "" : ", ") + m;
+      throw InputError("--gpu-map " + key + "=" + type + ": " + spec + " has no GPU machine of model '" + key + "'" +
+                       (models.empty() ? " (a map applies to PAI and Alibaba machine lists)"
+                                       : " (its models: " + models + "; names are matched exactly)"));
+    }
+  for (const std::string& n : c.notes) std::cerr << "note: " << spec << ": " << n << "\n";
   if (vm.count("yaml")) {
     std::cout << cluster_to_yaml(c);
     return 0;
@@ -232,7 +242,7 @@ int cmd_cluster(const std::vector<std::string>& args) {
     nlohmann::json nodes = nlohmann::json::array();
     for (const Node& n : c.nodes)
       nodes.push_back({{"name", n.name}, {"address", n.address}, {"gpu_type", n.gpu_type}, {"gpus", n.gpus}});
-    std::cout << nlohmann::json{{"name", c.name}, {"gpus", c.total_gpus()}, {"nodes", nodes}}.dump(2)
+    std::cout << nlohmann::json{{"name", c.name}, {"gpus", c.total_gpus()}, {"nodes", nodes}, {"notes", c.notes}}.dump(2)
               << "\n";
     return 0;
   }

@@ -66,6 +66,8 @@ Cluster load_alibaba_nodes(const std::string& path,
     const std::string model(trim(f[4]));
     if (gpus == 0) return;  // a CPU node
     if (model.empty()) c.fail("node with " + std::to_string(gpus) + " GPUs has no model");
+    if (std::find(cluster.gpu_models.begin(), cluster.gpu_models.end(), model) == cluster.gpu_models.end())
+      cluster.gpu_models.push_back(model);
     cluster.nodes.push_back(Node{sn, sn, alibaba_gpu(c, model, gpu_map), gpus});
   });
   if (cluster.nodes.empty()) fail_input(path, 0, "no GPU nodes");

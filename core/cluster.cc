@@ -208,6 +208,7 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
   Cluster c;
   c.name = file_name_of(path);
   detail::FirstSeen names("machine");
+  long skipped_machines = 0, skipped_gpus = 0;
   long line_no = 0;
   for (std::string_view line : detail::split_lines(text)) {
     ++line_no;
@@ -235,8 +236,14 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
     names.add(path, line_no, machine);
     std::string canonical;
     if (type == "CPU") continue;
+    if (*gpus > 0 && std::find(c.gpu_models.begin(), c.gpu_models.end(), type) == c.gpu_models.end())
+      c.gpu_models.push_back(type);
     if (type == "MISC") {
-      if (misc.empty()) continue;
+      if (misc.empty()) {
+        skipped_machines += *gpus > 0;
+        skipped_gpus += *gpus;
+        continue;
+      }
       canonical = misc;
     } else if (type == "P100" || type == "T4" || type == "V100" || type == "V100M32") {
       canonical = canonical_gpu_name(type);
@@ -248,6 +255,9 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
     c.nodes.push_back(Node{machine, machine, canonical, static_cast<int>(*gpus)});
   }
   if (c.nodes.empty()) fail_input(path, 0, "no GPU machines");
+  if (skipped_machines > 0)  // a third of PAI's list left out without a word
+    c.notes.push_back(std::to_string(skipped_machines) + " MISC machines (" + std::to_string(skipped_gpus) +
+                      " GPUs of undisclosed types) left out: map them with --gpu-map MISC=TYPE");
   return c;
 }
 

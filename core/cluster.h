@@ -22,6 +22,11 @@ struct Cluster {
   // nic_gbps unit); 0 = each GPU type's catalogue default. Cell estimates of
   // jobs that span hosts use it.
   double network_gbps = 0;
+  // Machine lists (PAI 2020, Alibaba 2023): the file's own GPU model names
+  // (what --gpu-map keys can match), first seen first, and what reading it
+  // left out ("280 MISC machines (2240 GPUs) skipped: ...").
+  std::vector<std::string> gpu_models;
+  std::vector<std::string> notes;
 
   int total_gpus() const;
   int gpus_of_type(const std::string& gpu_type) const;

@@ -326,7 +326,9 @@ TEST(Store, ClusterRoundTrip) {
     EXPECT_EQ(got->nodes[i].gpu_type, want.nodes[i].gpu_type);
     EXPECT_EQ(got->nodes[i].gpus, want.nodes[i].gpus);
   }
-  const int64_t empty = store.save_cluster(Cluster{"empty", {}});
+  Cluster nothing;
+  nothing.name = "empty";
+  const int64_t empty = store.save_cluster(nothing);
   EXPECT_NE(empty, id);
   ASSERT_TRUE(store.load_cluster(empty).has_value());
   EXPECT_TRUE(store.load_cluster(empty)->nodes.empty());
