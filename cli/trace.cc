@@ -182,6 +182,9 @@ int trace_convert(const std::vector<std::string>& args) {
   pos.add("trace", 1);
   po::variables_map vm;
   if (!parse("cellsched trace convert TRACE -o OUT.csv [options]", args, opt, pos, vm)) return 0;
+  std::error_code ec;  // -o TRACE wrote the converted CSV over the trace it read
+  if (out != "-" && std::filesystem::equivalent(out, r.path, ec))
+    throw InputError("-o " + out + " is the trace being converted: write the CSV elsewhere");
   ThroughputTable table;
   const Trace trace = read(r, table);
   write_csv(trace, out);

@@ -259,6 +259,7 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
   std::vector<std::string> f;
   std::string err;
   detail::FirstSeen ids("id"), names("name");
+  std::vector<std::pair<size_t, long long>> given_ids;  // (row, id)
   for (std::string_view line : lines) {
     ++line_no;
     if (trim(line).empty()) continue;
@@ -277,8 +278,12 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
              std::to_string(f.size()));
     auto blank = [](const std::string& s) { return trim(s).empty(); };
     Job j;
-    if (const auto id = detail::to_int(f[0]); id) ids.add(path, line_no, std::to_string(*id));
-    else if (!blank(f[0])) c.fail("id must be an integer, got '" + f[0] + "'");
+    if (const auto id = detail::to_int(f[0]); id) {
+      ids.add(path, line_no, std::to_string(*id));
+      given_ids.emplace_back(t.jobs.size(), *id);
+    } else if (!blank(f[0])) {
+      c.fail("id must be an integer, got '" + f[0] + "'");
+    }
     j.arrival_s = c.non_negative(f[1], "arrival_s");
     j.job_type = f[2];
     if (blank(j.job_type)) c.fail("empty job_type");
@@ -308,6 +313,15 @@ void read_csv(const std::string& path, const std::vector<std::string_view>& line
     c.add(std::move(j), t);
   }
   if (!header) fail_input(path, 0, "empty file");
+  // Jobs are numbered 0.. by arrival; ids that are not already that row
+  // numbering (1000, 7) would be lost, so they become the names of the jobs
+  // that have none, as every other reader keeps the trace's own ids.
+  const bool own_ids = std::any_of(given_ids.begin(), given_ids.end(), [](const auto& p) {
+    return p.second != static_cast<long long>(p.first);
+  });
+  if (own_ids)
+    for (const auto& [index, id] : given_ids)
+      if (index < t.jobs.size() && trim(t.jobs[index].name).empty()) t.jobs[index].name = std::to_string(id);
 }
 
 TraceFormat detect(const std::string& path, const std::vector<std::string_view>& lines) {

@@ -57,6 +57,24 @@ TEST_F(ImportCli, ConvertWritesOwnCsvThatReadsBack) {
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out.find(",name,gpu_types\n"), std::string::npos);
   EXPECT_NE(a.out.find("0730acda-4851-7fe1-e2ba-d6fc5204dcc2"), std::string::npos);
+  // -o onto the trace itself wrote the CSV over it (exit 0): refused, the file untouched.
+  const std::string before = cellsched::testing::slurp(out);
+  r = run({"trace", "convert", out, "-o", out});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is the trace being converted"), std::string::npos) << r.err;
+  EXPECT_EQ(cellsched::testing::slurp(out), before);
+  // The own CSV's ids, where they are not the row numbering, name the jobs
+  // (1000 and 7 came out as 0 and 1 with nothing to join them back by).
+  const std::string own = write("ids.csv", "id,arrival_s,job_type,model,batch_size,iterations,gpus,weight,"
+                                           "deadline_s,duration_s,command\n1000,10,ResNet-18 (batch size 32),,,100,1,,,,\n"
+                                           "7,5,ResNet-18 (batch size 32),,,100,1,,,,\n");
+  r = run({"trace", "convert", own});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\n0,5,ResNet-18 (batch size 32),ResNet-18,32,100,1,1,,,,7,\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1,10,ResNet-18 (batch size 32),ResNet-18,32,100,1,1,,,,1000,\n"), std::string::npos) << r.out;
+  // A generated trace's own numbering stays as it was: no names added.
+  const std::string gen = write("gen.csv", run({"trace", "generate", "--jobs", "5"}).out);
+  EXPECT_EQ(run({"trace", "convert", gen}).out.find(",name,"), std::string::npos);
 }
 
 TEST_F(ImportCli, FormatOptionAndModelMap) {
