@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <filesystem>
 #include <set>
@@ -214,6 +215,19 @@ Cluster load_pai_machines(const std::string& path, const std::string& misc_type)
     ++line_no;
     if (trim(line).empty()) continue;
     const auto f = detail::split(line, ',');
+    // A first line that is no PAI row is a header of some other file (an
+    // Alibaba 2023 list with a column more, Tiresias' cluster_spec.csv):
+    // say so, where the PAI reader's complaint about cap_cpu misled.
+    const auto wordy = [](std::string_view v) {  // a column name, not a number (nor nan/inf)
+      const std::string l = detail::lower(trim(v));
+      return l != "nan" && l.find("inf") == std::string::npos &&
+             std::any_of(l.begin(), l.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)) && ch != 'e'; });
+    };
+    if (line_no == 1 && f.size() >= 3 && wordy(f[2]) && trim(f[0]) != "machine")
+      fail_input(path, line_no,
+                 "unrecognised header '" + std::string(trim(line)) +
+                     "': a cluster CSV is an Alibaba 2023 node list (header sn,cpu_milli,memory_mib,gpu,model) "
+                     "or a PAI 2020 machine list (machine,gpu_type,cap_cpu,cap_mem,cap_gpu, no header)");
     if (f.size() != 5)
       fail_input(path, line_no,
                  "expected 5 fields (machine,gpu_type,cap_cpu,cap_mem,cap_gpu), got " +

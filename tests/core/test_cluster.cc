@@ -131,6 +131,9 @@ TEST(ClusterYaml, ErrorsNameFileAndLine) {
       {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 4\n  - name: b\n    gpus: 4\n", 5,
        "missing field 'gpu_type'"},
       {"nodes:\n  - {gpu_type: v100, gpus: 4}\n", 2, "missing field 'name'"},
+      // A second document was dropped without a word (node b never read).
+      {"nodes: [{name: a, gpu_type: v100, gpus: 4}]\n---\nnodes: [{name: b, gpu_type: v100, gpus: 4}]\n", 3,
+       "a second YAML document"},
       {"nodes:\n  - name: a\n    gpu_type: x100\n    gpus: 4\n", 3, "unknown GPU type 'x100'"},
       {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 0\n", 4, "an integer in [1, 1000000]"},
       {"nodes:\n  - name: a\n    gpu_type: v100\n    gpus: 2.5\n", 4, "an integer in [1, 1000000]"},
@@ -241,6 +244,20 @@ TEST(ClusterPai, LoadClusterDispatchesCsv) {
   EXPECT_EQ(load_cluster(path, {{"MISC", "p100"}}).total_gpus(), 4502 + 2240);
   EXPECT_NE(input_error([&] { load_cluster(path, {{"MISC", "nonsense"}}); })
                 .find("--gpu-map maps 'MISC' onto 'nonsense', which is not in the GPU catalogue"),
+            std::string::npos);
+}
+
+// Another file's header read as a PAI row blamed its cap_cpu ("must be a
+// non-negative number, got 'num_gpu_p_node'").
+TEST(ClusterPai, AnotherFilesHeaderIsNamedAsSuch) {
+  TempDir dir;
+  for (const char* header : {"num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n4,8,8,32,256\n",
+                             "sn,cpu_milli,memory_mib,gpu,model,extra\nn,1,1,8,T4,x\n"}) {
+    const std::string path = dir.write("c.csv", header);
+    EXPECT_NE(input_error([&] { load_cluster(path); }).find(":1: unrecognised header '"), std::string::npos) << header;
+  }
+  const std::string bad = dir.write("p.csv", "m1,V100,nan,1,8\n");  // a PAI row with a bad number stays one
+  EXPECT_NE(input_error([&] { load_cluster(bad); }).find(":1: cap_cpu must be a non-negative number, got 'nan'"),
             std::string::npos);
 }
 
