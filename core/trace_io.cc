@@ -178,7 +178,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
       j.total_iterations = std::max(1.0, std::round(duration * rate));
       j.duration_hint_s = duration;
       stamps.push_back(ts);
-      j.arrival_s = static_cast<double>(ts);
+      j.arrival_s = 0;  // made relative below (a timestamp before 1970 read as a negative arrival)
       c.add(std::move(j), t);
       continue;
     }
@@ -200,7 +200,7 @@ void read_philly(const std::string& path, const std::vector<std::string_view>& l
     j.total_iterations = std::max(1.0, std::round(duration * tp));
     j.duration_hint_s = duration;
     stamps.push_back(ts);
-    j.arrival_s = static_cast<double>(ts);  // made relative below
+    j.arrival_s = 0;  // made relative below (a timestamp before 1970 read as a negative arrival)
     c.add(std::move(j), t);
   }
   if (!header) fail_input(path, 0, "empty file");

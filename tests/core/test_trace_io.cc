@@ -286,6 +286,14 @@ TEST(TracePhilly, SmallFileUnsortedAndScaleFactors) {
   EXPECT_EQ(t.jobs[2].arrival_s, 86400);
   EXPECT_EQ(t.jobs[2].gpus, 4);  // capped at the table's largest scale factor
   EXPECT_EQ(t.jobs[2].total_iterations, 500);
+  // Arrivals are seconds after the earliest timestamp, whenever it is: one
+  // before 1970 was refused as a negative arrival ("got -1").
+  const Trace old = load_trace(dir.write("o.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                                                   "1969-12-31 23:59:59,10,1,10,x\n1970-01-01 00:01:00,10,1,10,x\n"),
+                               options);
+  ASSERT_EQ(old.jobs.size(), 2u);
+  EXPECT_EQ(old.jobs[0].arrival_s, 0);
+  EXPECT_EQ(old.jobs[1].arrival_s, 61);
 }
 
 TEST(TracePhilly, Errors) {
