@@ -161,8 +161,8 @@ void print_status(const StatusView& v) {
     int copies = 0;
     for (const auto* l : v.launches_of(j.id)) {
       if (l->state != "running" && l->state != "stopping") continue;
-      ++copies;
-      // node:GPU indices, as the run log writes them
+      // node:GPU indices, as the run log writes them; gangs (copies) apart by " | "
+      if (copies++ > 0) where += " |";
       for (const auto& p : l->procs) where += (where.empty() ? "" : " ") + printable(p.node_name) + ":" + p.gpu_ids;
     }
     t.add({std::to_string(j.id), printable(j.name), j.state, std::to_string(j.gpus), num(std::floor(v.done_of(j))),
