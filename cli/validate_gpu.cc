@@ -74,8 +74,9 @@ int run_validate_gpu(const std::vector<std::string>& args) {
     for (const auto& [k, v] : sums)
       s[k.empty() ? "all" : k] = {{"rows", v.rows}, {"median_error", v.median_error}, {"worst_error", v.worst_error},
                                   {"pairs", v.pairs}, {"ordered", v.ordered}, {"memory_rows", v.memory_rows},
-                                  {"memory_median_error", v.memory_median_error},
-                                  {"memory_worst_error", v.memory_worst_error}};
+                                  // no row measured memory: no error to give (0.0 read as perfect)
+                                  {"memory_median_error", v.memory_rows ? nlohmann::json(v.memory_median_error) : nlohmann::json()},
+                                  {"memory_worst_error", v.memory_rows ? nlohmann::json(v.memory_worst_error) : nlohmann::json()}};
     if (!from.empty())
       s["transferred"] = {{"from", from}, {"rows", moved.rows}, {"median_error", moved.median_error},
                           {"worst_error", moved.worst_error}, {"pairs", moved.pairs}, {"ordered", moved.ordered}};

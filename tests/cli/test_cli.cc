@@ -551,6 +551,9 @@ TEST_F(Cli, GpuEstimatesWithoutProfilesAndTheirValidation) {
   const auto lam = nlohmann::json::parse(r.out);
   ASSERT_EQ(lam["rows"].size(), 20u);
   EXPECT_LT(lam["summary"]["all"]["median_error"].get<double>(), 0.15);
+  // No row of Lambda's measured memory: no memory error (0.0 read as perfect).
+  EXPECT_EQ(lam["summary"]["all"]["memory_rows"], 0);
+  EXPECT_TRUE(lam["summary"]["all"]["memory_median_error"].is_null()) << lam["summary"];
   std::map<std::string, std::map<std::string, double>> est_rate;  // model -> type -> fp16 samples/s
   for (const auto& row : lam["rows"]) {
     EXPECT_GT(row["ratio"].get<double>(), 0.7) << row;
