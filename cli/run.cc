@@ -304,7 +304,7 @@ int cmd_submit(const std::vector<std::string>& all_args) {
       ("checkpoint-dir", po::value(&j.checkpoint_dir), "where checkpoints go (default: <the runner's --work-dir>/job-<id>, <db>.d/job-<id> unless it names one)")
       ("workdir", po::value(&j.workdir), "working directory of the processes (default: here)")
       ("db", po::value(&db_path)->default_value(default_db_path()), "state database (SQLite)")
-      ("json", po::bool_switch(&as_json), "print the job as JSON");
+      ("json", po::bool_switch(&as_json), "print the job's id, name and state as JSON (status --json gives the rest)");
   po::variables_map vm;
   if (!parse("cellsched submit --iterations N [options] -- COMMAND [ARGS...]", args, opts, {}, vm)) return 0;
   j.iterations = parse_iterations(iterations);
