@@ -221,6 +221,8 @@ void check_job(db::OnlineJob& j) {
       if (ch < 0x20 || ch == 0x7f)
         throw InputError("--name, --job-type and --model must be one line of printable text (got a control "
                          "character in '" + printable(*text) + "')");
+  if (j.batch_size > 0 && j.model.empty() && j.job_type.empty())  // it was stored and used by nothing
+    throw InputError("--batch needs --model (or give --job-type 'MODEL (batch size N)')");
   if (j.job_type.empty() && !j.model.empty())
     j.job_type = j.batch_size > 0 ? j.model + " (batch size " + std::to_string(j.batch_size) + ")" : j.model;
   if (j.model.empty() && !j.job_type.empty()) {

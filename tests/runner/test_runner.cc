@@ -182,6 +182,7 @@ TEST_F(Runner, BadNodeListsAndSubmissionsExit2) {
       // Read as a double it rounded to 2^53 and was stored so.
       {{"--iterations", "9007199254740993"}, "--iterations must be a whole number in [1, 2^53] (got 9007199254740993)"},
       {{"--iterations", "ten"}, "--iterations: 'ten' is not a number"},
+      {{"--iterations", "5", "--batch", "64"}, "--batch needs --model"},
       {{"--iterations", "5", "--weight", "inf"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--weight", "1e-9"}, "--weight must be in [1e-6, 1e6]"},
       {{"--iterations", "5", "--checkpoint-dir", "/etc/passwd"}, "--checkpoint-dir /etc/passwd: must be a directory"},
