@@ -38,10 +38,16 @@ const JobResult& result(const RunRecord& r, int64_t id) {
   throw std::runtime_error("no job");
 }
 
-TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
+// One node "a" of `gpus` V100s.
+Cluster v100_node(const char* name, int gpus) {
   Cluster c;
-  c.name = "one";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  c.name = name;
+  c.nodes = {{"a", "localhost", "v100", gpus}};
+  return c;
+}
+
+TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
+  const Cluster c = v100_node("one", 1);
   const FakeOracle o = rates();
   auto fifo = make_policy("fifo");
   // 5000 iterations at 10 it/s: round 1 runs 360-30 s (3300 it), round 2 170 s.
@@ -68,9 +74,7 @@ TEST(Engine, SingleJobPaysRestartOnceAndCompletesExactly) {
 // the run's span equals the CRU (it read 0.48 against 0.31 on small_test,
 // holding a finished job's GPUs to the round's end).
 TEST(Engine, TheUtilizationSeriesAveragesToTheCru) {
-  Cluster c;
-  c.name = "two";
-  c.nodes = {{"a", "localhost", "v100", 2}};
+  const Cluster c = v100_node("two", 2);
   const FakeOracle o = rates();
   auto fifo = make_policy("fifo");
   const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 5000), make_job(1, 0, 1, 1200), make_job(2, 900, 2, 800)}),
@@ -89,9 +93,7 @@ TEST(Engine, TheUtilizationSeriesAveragesToTheCru) {
 // A job too slow to finish is bad input with a clear message, not a hang:
 // 1e9 iterations at 10 it/s need about 280,000 rounds, the cap here is 1,000.
 TEST(Engine, ARunThatCannotFinishWithinTheRoundCapIsAnError) {
-  Cluster c;
-  c.name = "one";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  const Cluster c = v100_node("one", 1);
   const FakeOracle o = rates();
   auto fifo = make_policy("fifo");
   SimOptions so;
@@ -107,9 +109,7 @@ TEST(Engine, ARunThatCannotFinishWithinTheRoundCapIsAnError) {
 }
 
 TEST(Engine, MidRoundArrivalWaitsForNextRound) {
-  Cluster c;
-  c.name = "one";
-  c.nodes = {{"a", "localhost", "v100", 2}};
+  const Cluster c = v100_node("one", 2);
   const FakeOracle o = rates();
   auto fifo = make_policy("fifo");
   SimOptions so;
@@ -124,9 +124,7 @@ TEST(Engine, MidRoundArrivalWaitsForNextRound) {
 }
 
 TEST(Engine, IdleClusterJumpsToNextArrival) {
-  Cluster c;
-  c.name = "one";
-  c.nodes = {{"a", "localhost", "v100", 1}};
+  const Cluster c = v100_node("one", 1);
   const FakeOracle o = rates();
   auto fifo = make_policy("fifo");
   SimOptions so;
@@ -142,9 +140,7 @@ TEST(Engine, IdleClusterJumpsToNextArrival) {
 }
 
 TEST(Engine, JobThatCanNeverRunEndsTheRunUnfinished) {
-  Cluster c;
-  c.name = "one";
-  c.nodes = {{"a", "localhost", "v100", 2}};
+  const Cluster c = v100_node("one", 2);
   FakeOracle o;  // knows no GPU type: every throughput is 0
   auto fifo = make_policy("fifo");
   const RunRecord r = simulate(trace_of({make_job(0, 0, 1, 10)}), c, o, *fifo, {});
