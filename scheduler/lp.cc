@@ -124,7 +124,13 @@ LpSolution coin_solve_lp(const LinearProgram& lp) {
   // (its message tables) cost more than solving a round's small LP. A cold
   // solve starts from the slack basis, as a new model would.
   static thread_local ClpSimplex reused;
+  // Its random stream (perturbation, pivot ties) restarts each solve: carried
+  // over, a policy's LP took another optimal vertex after another policy's
+  // solves, and two identical jobs of gavel-makespan swapped outcomes
+  // according to the --policy list (2026-12-07 audit).
+  static thread_local const CoinThreadRandom fresh_random = *reused.randomNumberGenerator();
   ClpSimplex& model = reused;
+  *model.randomNumberGenerator() = fresh_random;
   run(model, warm);
   if (warm && model.status() != 0) run(model, false);
 

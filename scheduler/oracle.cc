@@ -38,11 +38,17 @@ double TableOracle::throughput(const Job& job, const std::string& gpu_type, int 
   const std::string& key = job.job_type.empty() ? job.model : job.job_type;
   auto by_type = [&](const ThroughputTable::TypeIndex* type) -> double {
     if (!type) return 0;
+    const double packed = lookup(type, key, workers);
     if (!consolidated && workers > 1) {
+      // Where the table knows the job on this type and says it cannot run
+      // at this count (Gavel's 0.0: out of memory), spreading the gang does
+      // not make it fit: K80s ran ResNet-50 (batch 128) spread, at the
+      // 1-GPU unconsolidated figure scaled up (2026-12-07 audit).
+      if (packed <= 0 && type->jobs.count(key)) return 0;
       const double v = lookup(type->unconsolidated, key, workers);
       if (v > 0) return v;
     }
-    return lookup(type, key, workers);
+    return packed;
   };
   const double v = by_type(table_.type_index(gpu_type));
   if (v > 0) return v;

@@ -232,6 +232,16 @@ TEST(Oracle, TableLookupsFallBackSensibly) {
   j.job_type = "LM (batch size 5)";
   EXPECT_DOUBLE_EQ(lm.throughput(j, "v100", 3, true), (185.7 + 126.7) / 2);
   EXPECT_DOUBLE_EQ(lm.throughput(j, "v100", 1, true), 0.0);  // below the smallest measured: none
+  // Gavel's 0.0 (does not fit) holds spread over nodes too: ResNet-50 (batch
+  // 128) on K80s ran spread at the 1-GPU unconsolidated figure scaled up.
+  t.set("k80", "ResNet-50 (batch size 128)", 1, 0.5);
+  t.set("k80", "ResNet-50 (batch size 128)", 2, 0.0);
+  t.set("k80_unconsolidated", "ResNet-50 (batch size 128)", 1, 0.35);
+  const TableOracle oom(t);
+  j.job_type = "ResNet-50 (batch size 128)";
+  EXPECT_DOUBLE_EQ(oom.throughput(j, "k80", 2, false), 0.0);
+  EXPECT_DOUBLE_EQ(oom.throughput(j, "k80", 4, false), 0.0);
+  EXPECT_DOUBLE_EQ(oom.throughput(j, "k80", 1, false), 0.5);
 }
 
 TEST(Oracle, MixedAllocationRunsAtTheBottleneck) {

@@ -143,6 +143,28 @@ TEST(Solver, LoadsTheModuleAndLeavesNoBlasVariable) {
   EXPECT_EQ(std::getenv("OPENBLAS_NUM_THREADS"), nullptr);
 }
 
+// A gang wider than any node of a type runs spread there, and gavel values
+// it so: 8 GPUs over two 4-GPU V100 nodes at 10/GPU spread (x0.5) is 40 it/s,
+// an 8-GPU P100 node 48; valued at the V100s' one-node 80, it went there.
+// And a share the LP leaves at 1e-12 is none: the job spent every other
+// round on the V100s for it (1060 s, where 1000 on the P100s alone).
+TEST(Gavel, ValuesAGangWiderThanEveryNodeOfATypeAtItsSpreadRate) {
+  Cluster c;
+  c.name = "mixed";
+  c.nodes = {{"v1", "localhost", "v100", 4}, {"v2", "localhost", "v100", 4}, {"p", "localhost", "p100", 8}};
+  testing::FakeOracle o;
+  o.rate = {{"v100", 10}, {"p100", 6}};
+  Trace t;
+  t.name = "one";
+  t.jobs = {testing::make_job(0, 0, 8, 48000)};
+  SimOptions so;
+  so.restart_s = 0;
+  auto gavel = make_policy("gavel");
+  const RunRecord r = simulate(t, c, o, *gavel, so);
+  ASSERT_EQ(r.metrics.completed, 1);
+  EXPECT_DOUBLE_EQ(r.jobs[0].completion_s, 1000);  // 48000 it at 48 it/s on the P100 node (1200 s spread on V100s)
+}
+
 TEST(GavelLp, MatchesTheHandSolvedTwoByTwoInstance) {
   const GavelAllocation a = gavel_max_min_fairness(hand_problem());
   EXPECT_NEAR(a.objective, 10.0 / 13, 1e-7);
