@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "core/gpu.h"
 #include "scheduler/gavel.h"
 #include "scheduler/oracle.h"
 #include "scheduler/policies.h"
@@ -195,7 +196,19 @@ class Gavel final : public Policy {
     last_ids_.clear();
     tracks_.clear();
     basis_ = GavelBasis();
+    // Types newest first (the catalogue's order reversed), whatever the node
+    // list's: the LP's ties and the pairs' order follow the type index, and
+    // a cluster listing its K80s first took gavel's TTD on max_min_fairness
+    // from 17.61 to 18.97 h.
     types_ = cluster.gpu_types();
+    const auto age = [](const std::string& t) {
+      const auto& cat = gpu_catalogue();
+      for (size_t i = 0; i < cat.size(); ++i)
+        if (cat[i].name == t) return static_cast<long>(i);
+      return -1L;
+    };
+    std::stable_sort(types_.begin(), types_.end(),
+                     [&](const std::string& a, const std::string& b) { return age(a) > age(b); });
     capacity_.assign(types_.size(), 0);
     widest_.assign(types_.size(), 0);
     node_type_.assign(cluster.nodes.size(), 0);
