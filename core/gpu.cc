@@ -74,22 +74,22 @@ std::vector<Entry> build_catalogue() {
       {"tesla-p100", "p100-16", "p100-16gb", "p100-pcie"});
   add({"v100", "NVIDIA Tesla V100 SXM2 16 GB", 15.7, 125, 15.78, 900, 150, 15.75, false, 2017, 0, 80,
        "volta", 12.5, 0, 31.4},
-      {"v100-16", "v100-16gb", "v100-sxm2", "v100-sxm2-16gb", "tesla-v100"});
+      {"v100-16", "v100-16gb", "v100-16g", "v100-sxm2", "v100-sxm2-16gb", "tesla-v100"});
   add({"v100-32", "NVIDIA Tesla V100 SXM2 32 GB", 15.7, 125, 31.75, 900, 150, 15.75, false, 2018, 0, 80,
        "volta", 12.5, 0, 31.4},
-      {"v100m32", "v100-32gb", "v100-sxm2-32gb"});
+      {"v100m32", "v100-32gb", "v100-32g", "v100-sxm2-32gb"});
   add({"t4", "NVIDIA T4 16 GB", 8.1, 65, 15, 320, 0, 15.75, false, 2018, 0, 40, "turing", 12.5, 0, 16.2},
       {"tesla-t4"});
   add({"a100-40", "NVIDIA A100 SXM4 40 GB", 19.5, 312, 40, 1555, 300, 31.5, true, 2020, 156, 108,
        "ampere", 25, 0, 78},
-      {"a100", "a100-40gb", "a100-sxm4-40gb"});
+      {"a100", "a100-40gb", "a100-40g", "a100-sxm4-40gb"});
   // NVLink bridges join A40s in pairs: a ring over more of them runs at PCIe speed.
   add({"a40", "NVIDIA A40 48 GB", 18.7, 149.7, 44.99, 696, 56.25, 31.5, true, 2020, 74.8, 84, "ampere",
        12.5, 2, 18.7},
       {});
   add({"a100-80", "NVIDIA A100 SXM4 80 GB", 19.5, 312, 80, 2039, 300, 31.5, true, 2020, 156, 108,
        "ampere", 25, 0, 78},
-      {"a100-80gb", "a100-sxm4-80gb"});
+      {"a100-80gb", "a100-80g", "a100-sxm4-80gb"});
   add({"a10", "NVIDIA A10 24 GB", 15.6, 125, 22.49, 600, 0, 31.5, true, 2021, 62.5, 72, "ampere", 12.5, 0, 15.6},
       {});
   add({"h100", "NVIDIA H100 SXM5 80 GB", 67, 989.4, 79.65, 3350, 450, 63, true, 2022, 494.7, 132,

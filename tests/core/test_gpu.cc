@@ -109,6 +109,8 @@ TEST(GpuCatalogue, AliasesAreCaseInsensitive) {
   EXPECT_EQ(canon("A100"), "a100-40");
   EXPECT_EQ(canon("a100_80"), "a100-80");
   EXPECT_EQ(canon("h100-sxm"), "h100");
+  EXPECT_EQ(canon("a100_80g"), "a100-80");  // "80g" as well as "80gb" (it was unknown)
+  EXPECT_EQ(canon("V100-32G"), "v100-32");
   EXPECT_EQ(canon("H100-SXM"), "h100");
   EXPECT_EQ(canon("NVIDIA A100"), "a100-40");
   EXPECT_EQ(canon("  T4 "), "t4");
