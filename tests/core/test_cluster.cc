@@ -118,6 +118,17 @@ TEST(ClusterYaml, NameDefaultsToFileNameAndBareListIsAccepted) {
   EXPECT_EQ(c.nodes[0].gpu_type, "t4");
 }
 
+// NUL bytes: YAML::LoadAll, once used to find a second document, looped
+// forever on this input (the fuzzer's find); now an error at once.
+TEST(ClusterYaml, NulBytesAreAnErrorNotAHang) {
+  TempDir dir;
+  const std::string path = dir.write("nul.yaml", std::string("\0\0\0,", 4));
+  EXPECT_FALSE(input_error([&] { load_cluster(path); }).empty());
+  // A '---' before the content, or after it with nothing more, is one document.
+  EXPECT_EQ(load_cluster(dir.write("a.yaml", "---\nnodes: [{name: a, gpu_type: v100, gpus: 4}]\n---\n# end\n")).total_gpus(), 4);
+  EXPECT_EQ(load_cluster(dir.write("b.yaml", "--- {nodes: [{name: a, gpu_type: v100, gpus: 4}]}\n...\n")).total_gpus(), 4);
+}
+
 struct YamlCase {
   const char* text;
   long line;            // expected line in the message (0: `file: what`)
