@@ -25,8 +25,9 @@
 //     (heterogeneity-agnostic). Jobs not chosen are preempted or wait.
 //
 // A placement on which the job cannot run (throughput 0, e.g. a type the
-// table lacks) is retried on the nodes whose type can run it; if that fails
-// too the job sits out the round and step 4 is redone without it.
+// table lacks) is retried on the types that can run it, together and then
+// one at a time (scheduler/runnable_placer.h); if that fails too the job
+// sits out the round and steps 4 and 5 are redone without it.
 //
 // The policy's own state (promotions) is keyed by job id and checked against
 // the job's identity, so one object can replay several traces in sequence.
@@ -35,8 +36,8 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "scheduler/oracle.h"
 #include "scheduler/policies.h"
+#include "scheduler/runnable_placer.h"
 
 namespace cellsched {
 namespace {
@@ -86,10 +87,11 @@ class Tiresias final : public Policy {
         if (!(chosen[i] && keeps_placement(*jobs[i]))) out[i] = Allocation{};
       }
       std::vector<int> free = free_gpus(*ctx.cluster, out);
+      placer_.begin(*ctx.cluster, free);
       bool failed = false;
       for (size_t i : order) {
         if (!chosen[i] || !out[i].empty()) continue;
-        std::vector<Placement> ps = place(ctx, *jobs[i]->job, free);
+        std::vector<Placement> ps = placer_.place(ctx, *jobs[i]->job, free, true);
         if (ps.empty()) {
           skip[i] = 1;
           failed = true;
@@ -156,30 +158,9 @@ class Tiresias final : public Policy {
            s.current.gpus() == s.job->gpus;
   }
 
-  // Fewest nodes, any type; if the job cannot run there, only on nodes whose
-  // type can run it. Empty when neither works (`free` unchanged then).
-  static std::vector<Placement> place(const RoundContext& ctx, const Job& job,
-                                      std::vector<int>& free) {
-    const Cluster& cluster = *ctx.cluster;
-    std::vector<Placement> ps = place_fewest_nodes(free, job.gpus);
-    if (ps.empty()) return {};
-    if (allocation_throughput(*ctx.oracle, job, cluster, ps) > 0) return ps;
-    for (const Placement& p : ps) free[p.node] += p.gpus;
-    std::vector<char> allowed(cluster.nodes.size(), 0);
-    for (size_t k = 0; k < cluster.nodes.size(); ++k) {
-      const std::string& type = cluster.nodes[k].gpu_type;
-      allowed[k] = ctx.oracle->throughput(job, type, job.gpus, true) > 0 ||
-                   ctx.oracle->throughput(job, type, job.gpus, false) > 0;
-    }
-    ps = place_fewest_nodes(free, job.gpus, &allowed);
-    if (ps.empty()) return {};
-    if (allocation_throughput(*ctx.oracle, job, cluster, ps) > 0) return ps;
-    for (const Placement& p : ps) free[p.node] += p.gpus;
-    return {};
-  }
-
   TiresiasOptions options_;
   std::unordered_map<int64_t, Mark> marks_;
+  RunnablePlacer placer_;
 };
 
 }  // namespace

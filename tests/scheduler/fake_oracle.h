@@ -8,16 +8,19 @@
 
 namespace cellsched::testing {
 
-// throughput = workers x rate[type] x (consolidated ? 1 : spread_factor).
+// throughput = workers x rate[type] x (consolidated ? 1 : spread factor of the type).
 class FakeOracle : public ThroughputOracle {
  public:
   std::map<std::string, double> rate;
   double spread_factor = 0.5;
+  std::map<std::string, double> type_spread_factor;  // per type, overrides spread_factor
   double throughput(const Job&, const std::string& type, int workers,
                     bool consolidated) const override {
     auto it = rate.find(type);
     if (it == rate.end()) return 0;
-    return workers * it->second * (consolidated || workers == 1 ? 1.0 : spread_factor);
+    auto f = type_spread_factor.find(type);
+    const double spread = f == type_spread_factor.end() ? spread_factor : f->second;
+    return workers * it->second * (consolidated || workers == 1 ? 1.0 : spread);
   }
   std::string source() const override { return "fake"; }
 };

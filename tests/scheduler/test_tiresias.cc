@@ -210,5 +210,19 @@ TEST(Tiresias, NeverPlacesAJobWhereItCannotRun) {
   EXPECT_EQ(out[2], Allocation{});
 }
 
+TEST(Tiresias, TriesEachRunnableTypeAloneWhenAMixCannotRun) {
+  // K80s run a gang only on one node (spread: 0, as a table's out-of-memory
+  // row). Fewest nodes puts the 4-GPU job on the K80 node and a V100: it
+  // cannot run there. Before, it then tried the same nodes again (every type
+  // can run it) and sat out the round; now the V100s alone take it.
+  Round r;
+  r.cluster.nodes = {{"a", "localhost", "v100", 2}, {"b", "localhost", "k80", 3}, {"c", "localhost", "v100", 2}};
+  r.oracle.type_spread_factor = {{"k80", 0}};
+  r.add(0, 0, 4, 0);
+  auto p = make_policy("tiresias");
+  const std::vector<Allocation> out = r.decide(*p);
+  EXPECT_EQ(out[0], on({{0, 2}, {2, 2}}));
+}
+
 }  // namespace
 }  // namespace cellsched
