@@ -88,33 +88,50 @@ double time_to_finish(std::vector<Gang>& gangs, double work, double end) {
 }
 
 // Last round's gangs of one job: whether a gang (the `index`-th of this
-// round's allocation) was placed exactly so last round. Copies usually keep
-// their order, so that slot is looked at first; a job with many copies (HadarE
-// gives one job a copy on hundreds of idle nodes) is searched in a sorted
-// index instead of a scan per copy.
+// round's allocation: 0 the main gang, then the copies) was placed exactly so
+// last round. Each of last round's gangs answers for one gang of this round
+// only: a job that had one gang on a node and now has two identical ones
+// there restarts the second (HadarE put a copy beside its main gang and paid
+// no restart for it, 2026-12-07 audit). Gangs usually keep their slot, so
+// that is looked at first; a job with many copies (HadarE gives one job a
+// copy on hundreds of idle nodes) is searched in a sorted index instead of a
+// scan per copy.
 class PreviousGangs {
  public:
-  explicit PreviousGangs(const Allocation& a) : a_(a) {}
+  explicit PreviousGangs(const Allocation& a) : a_(a), used_(a.copies.size() + 1, 0) {}
   bool contains(const std::vector<Placement>& gang, size_t index) {
-    if (a_.workers == gang) return true;
-    if (index >= 1 && index - 1 < a_.copies.size() && a_.copies[index - 1] == gang) return true;
-    if (a_.copies.size() <= 8) return std::find(a_.copies.begin(), a_.copies.end(), gang) != a_.copies.end();
-    if (sorted_.empty()) {
-      for (const auto& copy : a_.copies) sorted_.push_back(&copy);
-      std::sort(sorted_.begin(), sorted_.end(), less);
+    if (index <= a_.copies.size() && !used_[index] && slot(index) == gang) return take(index);
+    if (a_.copies.size() <= 8) {
+      for (size_t k = 0; k <= a_.copies.size(); ++k)
+        if (!used_[k] && slot(k) == gang) return take(k);
+      return false;
     }
-    return std::binary_search(sorted_.begin(), sorted_.end(), &gang, less);
+    if (sorted_.empty()) {
+      for (size_t k = 0; k <= a_.copies.size(); ++k) sorted_.push_back(k);
+      std::stable_sort(sorted_.begin(), sorted_.end(), [&](size_t x, size_t y) { return less(slot(x), slot(y)); });
+    }
+    auto lo = std::lower_bound(sorted_.begin(), sorted_.end(), gang,
+                               [&](size_t k, const std::vector<Placement>& g) { return less(slot(k), g); });
+    for (; lo != sorted_.end() && slot(*lo) == gang; ++lo)
+      if (!used_[*lo]) return take(*lo);
+    return false;
   }
 
  private:
-  static bool less(const std::vector<Placement>* a, const std::vector<Placement>* b) {
-    return std::lexicographical_compare(a->begin(), a->end(), b->begin(), b->end(),
+  const std::vector<Placement>& slot(size_t k) const { return k == 0 ? a_.workers : a_.copies[k - 1]; }
+  bool take(size_t k) {
+    used_[k] = 1;
+    return true;
+  }
+  static bool less(const std::vector<Placement>& a, const std::vector<Placement>& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
                                         [](const Placement& x, const Placement& y) {
                                           return x.node != y.node ? x.node < y.node : x.gpus < y.gpus;
                                         });
   }
   const Allocation& a_;
-  std::vector<const std::vector<Placement>*> sorted_;
+  std::vector<char> used_;       // slot k already answered for a gang
+  std::vector<size_t> sorted_;   // slots in gang order (built on demand)
 };
 
 // One run of the simulator. run() repeats a round until every job is done:

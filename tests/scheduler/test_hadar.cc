@@ -259,7 +259,9 @@ Cluster two_types() {
 // One long job on two_types() for two rounds: its own gang on a V100 (10
 // it/s), copies on the other V100 and on a K80 (5 it/s); restart 30 s,
 // consolidation 20 s, first-copy efficiency 0.5.
-RunRecord forked_two_rounds(ForkScaling scaling) {
+RunRecord forked_two_rounds(ForkScaling scaling,
+                            std::vector<std::vector<std::vector<Placement>>> copies_by_round = {{{{0, 1}}, {{1, 1}}}},
+                            double consolidation_s = 20) {
   const Cluster c = two_types();
   FakeOracle o;
   o.rate = {{"v100", 10}, {"k80", 5}};
@@ -267,10 +269,10 @@ RunRecord forked_two_rounds(ForkScaling scaling) {
   t.name = "one";
   t.jobs = {make_job(0, 0, 1, 1e6)};
   Scripted p;
-  p.copies_by_round = {{{{0, 1}}, {{1, 1}}}};
+  p.copies_by_round = std::move(copies_by_round);
   SimOptions so;
   so.restart_s = 30;
-  so.consolidation_s = 20;
+  so.consolidation_s = consolidation_s;
   so.fork_efficiency = 0.5;
   so.fork_scaling = scaling;
   so.horizon_s = 720;
@@ -285,6 +287,17 @@ TEST(Engine, ForkedJobFallsByTheSumOfItsCopiesIterations) {
   EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 5425 + 5950);
   EXPECT_DOUBLE_EQ(r.jobs[0].gpu_seconds, 3 * 720);
   EXPECT_EQ(r.jobs[0].restarts, 1);
+}
+
+TEST(Engine, ACopyBesideAnIdenticalGangOfLastRoundIsANewGang) {
+  // Round 1: the main gang alone on node 0 (1 GPU). Round 2: the same, plus
+  // a copy of the same shape on the same node. Each of last round's gangs
+  // answers for one gang only, so the copy is new: it pays the restart and
+  // counts one. Before, it matched the main gang and paid nothing.
+  const RunRecord r = forked_two_rounds(ForkScaling::linear, {{}, {{{0, 1}}}}, 0);
+  // Round 1: 10 x 330. Round 2: main 10 x 360, copy 10 x 0.5 x 330.
+  EXPECT_DOUBLE_EQ(r.jobs[0].iterations_done, 3300 + 3600 + 1650);
+  EXPECT_EQ(r.jobs[0].restarts, 2);
 }
 
 TEST(Engine, ForkedJobFallsByWhatTheNoiseModelSaysItsGangsAreWorth) {
