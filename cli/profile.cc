@@ -260,7 +260,7 @@ int profile_compute(const std::vector<std::string>& args) {
     model.input_shape = int_list("input-shape", input_shape);
   }
   o.progress = progress_bar("profiling " + model.name);
-  if (!vm.count("no-db")) db::check_db_file(db_path);  // named before measuring, not after
+  if (!vm.count("no-db")) db::check_db_file(db_path, true);  // named before measuring, not after
   auto backend = profiler::make_compute_backend(o);
   const auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = profiler::profile_compute(*backend, model, o);
@@ -347,7 +347,7 @@ int profile_comm(const std::vector<std::string>& args) {
   check_flag_range("timeout", timeout, 0.001, 1e6);  // 1e308 became a negative int deeper
   o.timeout_s = timeout;
   o.worker_command = worker_command();
-  if (!vm.count("no-db")) db::check_db_file(db_path);
+  if (!vm.count("no-db")) db::check_db_file(db_path, true);
   o.progress = progress_bar(backend + " x" + std::to_string(ranks));
   const auto t0 = std::chrono::steady_clock::now();
   ProfileRun run = profiler::profile_comm(o);

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "db/profile_store.h"
+#include "db/store.h"
 #include "profiler/comm.h"
 #include "profiler/compute.h"
 #include "validate/train.h"
@@ -400,6 +401,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (model.family == "cyclegan")  // its workers would fail building the chain
     throw InputError(model.name + ": CycleGAN's generators and discriminators are not one chain of layers, so "
                      "validate cannot train it (profile and estimate it instead)");
+  db::check_db_file(s.db_path, true);  // unwritable or damaged: named now, not after the comm profile
   check_profile_ids(s.db_path, model.name, s.profile_id, s.comm_id);  // before anything is stored or trained
   if (!validate::available()) {
     std::cerr << "cellsched validate: this build has no LibTorch (install libtorch-dev and rebuild)\n";

@@ -186,7 +186,7 @@ Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
-void check_db_file(const std::string& path) {
+void check_db_file(const std::string& path, bool integrity) {
   namespace fs = std::filesystem;
   std::error_code ec;
   check_db_path(path);                   // a folder, a device, a missing folder: named now
@@ -198,6 +198,17 @@ void check_db_file(const std::string& path) {
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (::access(path.c_str(), W_OK) != 0 || ::access(parent.c_str(), W_OK | X_OK) != 0)
     throw InputError(path + ": the database (or its folder) is not writable");
+  if (!integrity) return;
+  std::string verdict;
+  try {
+    Statement q(conn, "PRAGMA quick_check(1)");
+    verdict = q.step() ? q.column_text(0) : "no answer";
+  } catch (const StoreError& e) {
+    verdict = e.what();
+  }
+  if (verdict != "ok")
+    throw InputError(path + ": the database is damaged (SQLite's quick check: " + verdict +
+                     "); restore it from a copy or pass another --db");
 }
 
 Store Store::open(const std::string& path) {

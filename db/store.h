@@ -25,7 +25,10 @@ class StoreError : public std::runtime_error {
 // For a verb that stores only after long work: throws InputError now when
 // `path` exists and is not an SQLite database, or is missing and so is its
 // folder (a missing file is fine: it is created when something is first stored).
-void check_db_file(const std::string& path);
+// `integrity` also runs SQLite's quick check, which reads the whole file: a
+// file with damaged pages passed the header check, then lost the work's
+// result, or was written to (profile, validate).
+void check_db_file(const std::string& path, bool integrity = false);
 
 struct RunSummary {
   int64_t id = 0;
