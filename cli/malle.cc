@@ -20,7 +20,7 @@ void add_host_mode_options(po::options_description& opt, HostModeArgs& a) {
       ("malleable", po::value(&a.malleable),
        "host-scheduler mode: the trace is the primary workload (FCFS + EASY backfilling on whole nodes) and "
        "these malleable jobs fill the idle nodes: a mix CSV (name,arrival_s,iterations,max_nodes,rescale_s,"
-       "curve,declared) or generate:N; policies malletrain, freetrain, malletrain-advisor")
+       "curve,declared) or generate:N[:HOURS] (N jobs of HOURS/10 to HOURS on one node, default 500); policies malletrain, freetrain, malletrain-advisor")
       ("grace", po::value(&a.grace_s)->default_value(60, "60"), "host mode: seconds a malleable job has to leave a claimed node")
       ("window-horizon", po::value(&a.horizon_s)->default_value(3600, "3600"),
        "host mode: longest idle window counted on (s), for nodes no waiting job has reserved")

@@ -30,10 +30,15 @@ nlohmann::json json_count(double x) {
 
 void warn_unfinished(const RunRecord& run, double horizon_s, std::ostream& err) {
   const RunMetrics& m = run.metrics;
-  if (horizon_s >= 0 || m.completed >= m.jobs) return;
-  err << "warning: " << run.policy << " left " << m.jobs - m.completed << " of " << m.jobs
-      << " jobs unfinished: it placed none of them and no job arrives later (its JCT, queueing and TTD cover the "
-      << m.completed << " finished jobs)\n";
+  if (m.completed >= m.jobs) return;
+  const long left = static_cast<long>(m.jobs - m.completed);
+  err << "warning: " << run.policy << " left " << left << " of " << m.jobs << " jobs unfinished";
+  if (horizon_s >= 0)
+    err << " at --horizon " << fixed(horizon_s, 0) << " s: its JCT, queueing and TTD cover only the " << m.completed
+        << " jobs it finished, which differ from policy to policy; compare policies on runs that finish every job\n";
+  else
+    err << ": it placed none of them and no job arrives later (its JCT, queueing and TTD cover the " << m.completed
+        << " finished jobs)\n";
 }
 
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {

@@ -21,6 +21,13 @@ std::string torch_helper_path() {
 
 int exec_torch_helper(const std::string& verb, const std::vector<std::string>& args) {
   const std::string helper = torch_helper_path();
+  const char* env = std::getenv("CELLSCHED_TORCH");
+  if (helper.empty() && env && *env) {
+    std::cerr << "cellsched " << verb << ": CELLSCHED_TORCH names " << env
+              << ", which is not an executable file; point it at cellsched-torch (built beside cellsched by "
+                 "scripts/setup) or unset it\n";
+    return 1;
+  }
   if (helper.empty()) {
     std::cerr << "cellsched " << verb
               << ": this needs cellsched-torch (the LibTorch, CUDA, CUPTI, NCCL and Gloo backends), which is not "

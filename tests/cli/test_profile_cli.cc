@@ -285,6 +285,8 @@ TEST_F(ProfileCli, ProfileRunsInTheTorchHelper) {
                                                     {"CELLSCHED_TORCH=/nonexistent/cellsched-torch"});
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("cellsched-torch"), std::string::npos) << missing.err;
+  // The path the variable names is in the message (it said to set the variable).
+  EXPECT_NE(missing.err.find("CELLSCHED_TORCH names /nonexistent/cellsched-torch"), std::string::npos) << missing.err;
 }
 
 TEST_F(ProfileCli, ValidateRejectsBadTrialOptionsAndStoresNothing) {
