@@ -242,11 +242,17 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
   const fs::path script = d / "plots.gp";
   const Blocks cdf = write_cdf_data(runs, cdf_dat);
   const Blocks util = write_utilization_data(runs, util_dat);
+  // What was run, in every title: once copied out of its folder a plot
+  // named neither its trace nor its cluster (sweep's rate folders looked alike).
+  std::string what;
+  if (!runs.empty())
+    what = ": " + printable(runs[0].trace_name) + " on " + printable(runs[0].cluster_name) + " (" +
+           std::to_string(runs[0].cluster_gpus) + " GPUs)";
   {
     std::ofstream f = open_out(script);
     f << kTerminal;
     f << "set output " << quote((d / "jct_cdf.png").string()) << "\n"
-      << "set title 'CDF of job completion time'\n"
+      << "set title " << quote("CDF of job completion time" + what) << "\n"
       << "set xlabel 'JCT (hours, log scale)'\nset ylabel 'fraction of jobs finished'\n"
       << "set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n";
     if (cdf.index.empty())
@@ -254,9 +260,10 @@ void write_plots(const std::vector<RunRecord>& runs, const std::string& dir) {
     f << plot_command(cdf_dat, cdf, "with steps") << "\n";
     f << "unset label 1\nunset logscale x\nset autoscale x\n"
       << "set output " << quote((d / "utilization.png").string()) << "\n"
-      << "set title 'GPU utilization'\n"
+      << "set title " << quote("GPU utilization" + what) << "\n"
       << "set xlabel 'time (hours)'\nset ylabel 'busy GPUs / total'\n"
-      << "set yrange [0:1.05]\nset key top right\n";
+      // The key beside the plot: the curves crowd near 1, where it sat on them.
+      << "set yrange [0:1.05]\nset key outside right top vertical font 'sans,9'\n";
     if (util.index.empty())
       f << "set xrange [0:1]\nset label 1 'no rounds recorded' at graph 0.5,0.5 center\n";
     f << plot_command(util_dat, util, "with steps") << "\n";
@@ -415,7 +422,8 @@ void plot_gantt(const Schedule& schedule, const Cluster& cluster, const std::str
   const int height = std::clamp(120 + g.rows * 6, 480, 2400);
   s << "set terminal pngcairo noenhanced size 1400," << height << " font 'sans,10'\n"
     << "set output " << quote(png.string()) << "\n"
-    << "set title " << quote("Schedule: " + schedule.policy + " on " + schedule.cluster + " (colour: job type)") << "\n"
+    << "set title " << quote("Schedule: " + schedule.policy + ", trace " + printable(schedule.trace) + ", on " +
+                                  schedule.cluster + " (colour: job type)") << "\n"
     << "set xlabel 'time (hours)'\nset ylabel 'GPU (by node)'\n"
     << "set key outside right top vertical Left reverse noautotitle font 'sans,8'\n"
     << "set yrange [-0.5:" << g.rows - 0.5 << "]\nset grid xtics\n";

@@ -98,12 +98,14 @@ double time_to_finish(std::vector<Gang>& gangs, double work, double end) {
 // scan per copy.
 class PreviousGangs {
  public:
-  explicit PreviousGangs(const Allocation& a) : a_(a), used_(a.copies.size() + 1, 0) {}
+  explicit PreviousGangs(const Allocation& a) : a_(a) {
+    if (a.copies.size() >= 64) used_big_.assign(a.copies.size() + 1, 0);
+  }
   bool contains(const std::vector<Placement>& gang, size_t index) {
-    if (index <= a_.copies.size() && !used_[index] && slot(index) == gang) return take(index);
+    if (index <= a_.copies.size() && !used(index) && slot(index) == gang) return take(index);
     if (a_.copies.size() <= 8) {
       for (size_t k = 0; k <= a_.copies.size(); ++k)
-        if (!used_[k] && slot(k) == gang) return take(k);
+        if (!used(k) && slot(k) == gang) return take(k);
       return false;
     }
     if (sorted_.empty()) {
@@ -113,14 +115,20 @@ class PreviousGangs {
     auto lo = std::lower_bound(sorted_.begin(), sorted_.end(), gang,
                                [&](size_t k, const std::vector<Placement>& g) { return less(slot(k), g); });
     for (; lo != sorted_.end() && slot(*lo) == gang; ++lo)
-      if (!used_[*lo]) return take(*lo);
+      if (!used(*lo)) return take(*lo);
     return false;
   }
 
  private:
   const std::vector<Placement>& slot(size_t k) const { return k == 0 ? a_.workers : a_.copies[k - 1]; }
+  // Which slots have answered: a bit each (no allocation per job and round)
+  // up to 64 slots, a vector beyond.
+  bool used(size_t k) const { return used_big_.empty() ? (used_small_ >> k) & 1 : used_big_[k] != 0; }
   bool take(size_t k) {
-    used_[k] = 1;
+    if (used_big_.empty())
+      used_small_ |= uint64_t{1} << k;
+    else
+      used_big_[k] = 1;
     return true;
   }
   static bool less(const std::vector<Placement>& a, const std::vector<Placement>& b) {
@@ -130,7 +138,8 @@ class PreviousGangs {
                                         });
   }
   const Allocation& a_;
-  std::vector<char> used_;       // slot k already answered for a gang
+  uint64_t used_small_ = 0;
+  std::vector<char> used_big_;
   std::vector<size_t> sorted_;   // slots in gang order (built on demand)
 };
 

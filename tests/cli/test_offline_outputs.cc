@@ -125,4 +125,16 @@ TEST_F(OfflineOutputs, SweepRatesAndSettingsAreWhatWasAsked) {
   EXPECT_NE(table.out.find("2.0000002 jobs/h"), std::string::npos) << table.out;
 }
 
+// The plots named neither trace nor cluster ("GPU utilization"): copied out
+// of their folder, sweep's rate-<r>/ plots could not be told apart.
+TEST_F(OfflineOutputs, PlotTitlesNameTheTraceAndTheCluster) {
+  const std::string trace = write("ten.csv", run({"trace", "generate", "--jobs", "10"}).out);
+  const Result r = run({"simulate", "--trace", trace, "--cluster", "v100:8", "--policy", "fifo", "--no-db", "--out",
+                        (dir_ / "o").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string gp = cellsched::testing::slurp(dir_ / "o" / "plots.gp");
+  EXPECT_NE(gp.find("set title 'GPU utilization: ten.csv on v100:8 (8 GPUs)'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set title 'CDF of job completion time: ten.csv on v100:8 (8 GPUs)'"), std::string::npos) << gp;
+}
+
 }  // namespace
