@@ -1,6 +1,7 @@
 // Running and measuring one configuration of `cellsched validate` (cli/validate_run.h).
 #include "cli/validate_run.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,13 +47,25 @@ std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::pa
       throw std::runtime_error("cannot start a validate worker");
     pids.push_back(pid);
   }
+  // Waits for all; the first that fails ends the others (its peers then
+  // sat in Gloo until its 300 s timeout, and validate said nothing).
   bool ok = true;
-  for (pid_t p : pids) {
-    int status = 0;
-    waitpid(p, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  for (size_t left = pids.size(); left > 0;) {
+    for (pid_t& p : pids) {
+      if (p <= 0) continue;
+      int status = 0;
+      if (waitpid(p, &status, ok ? WNOHANG : 0) != p) continue;
+      p = 0;
+      --left;
+      if (ok && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        ok = false;
+        for (pid_t q : pids)
+          if (q > 0) ::kill(q, SIGKILL);
+      }
+    }
+    if (ok && left > 0) ::usleep(20 * 1000);
   }
-  if (!ok) throw std::runtime_error("a validate worker failed (" + base.mode + ")");
+  if (!ok) throw std::runtime_error("a validate worker failed (" + base.mode + "); the others were stopped");
   std::vector<RankTimes> out;
   for (int r = 0; r < base.world; ++r) {
     std::ifstream f(dir / ("rank" + std::to_string(r) + ".json"));
