@@ -3,8 +3,6 @@
 
 #include <cerrno>
 #include <cmath>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -252,12 +250,6 @@ std::string printable(std::string s) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return s;
-}
-
-void exit_with_parent() {
-  const pid_t parent = ::getppid();
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);  // it ended before the line above
 }
 
 std::string hours(double seconds) { return seconds < 0 ? "-" : fixed(seconds / 3600.0, 2); }

@@ -147,10 +147,6 @@ void check_out_file(const char* flag, const std::string& path);
 void check_out_dir(const char* flag, const std::string& path);
 // `s` with each control character shown as '?' (one line, safe in a table).
 std::string printable(std::string s);
-// For a worker process another cellsched started (profile comm, validate):
-// it is killed when that parent ends, by SIGTERM or SIGKILL included (they
-// left the workers training to the end of their sweep).
-void exit_with_parent();
 std::string hours(double seconds);  // "12.34" (h), "-" for negative
 
 int cmd_simulate(const std::vector<std::string>& args);

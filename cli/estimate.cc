@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -67,13 +68,28 @@ int64_t newest_compute(const db::ProfileStore& store, const ModelSpec& model, co
   std::vector<db::ProfileSummary> runs;
   for (auto& s : store.list())  // newest first
     if (s.kind == "compute" && s.model == model.name) runs.push_back(std::move(s));
+  std::map<int64_t, bool> covering;  // each run loaded once
   const auto first = [&](auto&& wanted) -> int64_t {
     for (const auto& s : runs) {
       if (!wanted(s)) continue;
-      const auto run = store.load(s.id);
-      if (run && covers(*run, model)) return s.id;
+      auto [it, fresh] = covering.try_emplace(s.id, false);
+      if (fresh) {
+        const auto run = store.load(s.id);
+        it->second = run && covers(*run, model);
+      }
+      if (it->second) return s.id;
     }
     return 0;
+  };
+  // Said where a stored profile under this name is passed over, since the
+  // tier below may then model the type instead of refusing.
+  const auto passed_over = [&] {
+    for (const auto& [id, ok] : covering)
+      if (!ok) {
+        std::cerr << "note: compute profile " << id << " is stored under " << model.name
+                  << " but lacks its layers at tp 1 (another model of that name, or a --tp run); not used\n";
+        return;
+      }
   };
   const auto on_gpu = [](const db::ProfileSummary& s) {
     return find_gpu(s.device_type) && find_gpu(s.device_type)->arch != "cpu";
@@ -81,7 +97,10 @@ int64_t newest_compute(const db::ProfileStore& store, const ModelSpec& model, co
   if (const int64_t id = first([&](const auto& s) { return s.device_type == gpu_type; })) return id;
   if (gpu) {  // another GPU type's profile transfers; a CPU profile adds nothing
     if (const int64_t id = first(on_gpu)) return id;
-    if (!require_compute) return 0;  // modeled
+    if (!require_compute) {  // modeled
+      passed_over();
+      return 0;
+    }
   }
   if (const int64_t id = first([](const auto&) { return true; })) return id;
   if (const int64_t id = store.latest_compute(model.name, gpu_type)) return id;

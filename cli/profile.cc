@@ -364,7 +364,6 @@ int profile_comm(const std::vector<std::string>& args) {
 }
 
 int profile_comm_worker(const std::vector<std::string>& args) {
-  exit_with_parent();
   return profiler::run_comm_worker(profiler::parse_worker_argv(args));
 }
 

@@ -378,10 +378,8 @@ json validate_report(const Settings& s, const ModelSpec& model, const std::vecto
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "worker") {
-    exit_with_parent();
+  if (!args.empty() && args[0] == "worker")
     return validate::run_worker(validate::parse_argv(std::vector<std::string>(args.begin() + 1, args.end())));
-  }
   if (!args.empty() && args[0] == "fork")
     return cmd_validate_fork(std::vector<std::string>(args.begin() + 1, args.end()));
   po::options_description opt("validate options");

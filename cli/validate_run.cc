@@ -2,11 +2,11 @@
 #include "cli/validate_run.h"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -16,7 +16,6 @@
 #include "core/self_exe.h"
 #include "core/stats.h"
 
-extern char** environ;
 
 namespace cellsched::cli {
 
@@ -39,12 +38,8 @@ std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::pa
     a.out_path = (dir / ("rank" + std::to_string(r) + ".json")).string();
     std::vector<std::string> argv{self_exe(), "validate", "worker"};
     for (auto& s : validate::to_argv(a)) argv.push_back(s);
-    std::vector<char*> cargv;
-    for (auto& s : argv) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, cargv[0], nullptr, nullptr, cargv.data(), environ) != 0)
-      throw std::runtime_error("cannot start a validate worker");
+    const pid_t pid = spawn_worker(argv);  // ends with this process
+    if (pid < 0) throw std::runtime_error("cannot start a validate worker");
     pids.push_back(pid);
   }
   // Waits for all; the first that fails ends the others (its peers then
@@ -54,10 +49,14 @@ std::vector<RankTimes> run_config(const validate::WorkerArgs& base, const fs::pa
     for (pid_t& p : pids) {
       if (p <= 0) continue;
       int status = 0;
-      if (waitpid(p, &status, ok ? WNOHANG : 0) != p) continue;
+      const pid_t w = waitpid(p, &status, ok ? WNOHANG : 0);
+      if (w == 0 || (w < 0 && errno == EINTR)) continue;
+      // w < 0 otherwise (ECHILD: a parent that ignores SIGCHLD lets the
+      // kernel reap it): gone, its outcome unknown here; its rank file says.
+      const bool failed = w == p && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
       p = 0;
       --left;
-      if (ok && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      if (ok && failed) {
         ok = false;
         for (pid_t q : pids)
           if (q > 0) ::kill(q, SIGKILL);

@@ -1,3 +1,4 @@
+#include "core/self_exe.h"
 #include "profiler/comm.h"
 
 #include <signal.h>
@@ -200,15 +201,8 @@ struct Child {
 };
 
 pid_t spawn(const std::vector<std::string>& argv) {
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
+  const pid_t pid = spawn_worker(argv);  // ends with this process
   if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
   return pid;
 }
 
