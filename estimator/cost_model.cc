@@ -319,14 +319,16 @@ double CostModel::collective_ms(const std::string& collective, int ranks, bool n
     note(collective + (network ? " over the network" : " inside a host") +
          " not profiled: catalogue bandwidth");
   }
-  const double host_gbps = nvlink_peers_ > 0 && ranks > nvlink_peers_ ? pcie_gbps_ : same_host_gbps_;
-  // Between hosts the rings still cross each host's GPUs: over more of them
-  // than one NVLink domain joins, at PCIe speed. Capped by the bridge's
-  // NVLink instead, 2 hosts of 4 A40s were priced 7 % faster than 1 of 8.
-  const double ring_host_gbps = nvlink_peers_ > 0 && nics > nvlink_peers_ ? pcie_gbps_ : same_host_gbps_;
-  const double gbps =
-      network ? std::min(std::max(1, nics) * options_.network_gbps, std::max(options_.network_gbps, ring_host_gbps))
-              : host_gbps;
+  // A ring over k GPUs of one host: over more of them than one NVLink domain
+  // joins, at PCIe speed. Between hosts the rings still cross each host's
+  // GPUs (k = nics); capped by the bridge's NVLink instead, 2 hosts of 4 A40s
+  // were priced 7 % faster than 1 of 8.
+  const auto within_host_gbps = [&](int k) {
+    return nvlink_peers_ > 0 && k > nvlink_peers_ ? pcie_gbps_ : same_host_gbps_;
+  };
+  const double gbps = network ? std::min(std::max(1, nics) * options_.network_gbps,
+                                         std::max(options_.network_gbps, within_host_gbps(nics)))
+                              : within_host_gbps(ranks);
   const double alpha = network ? options_.network_latency_us : options_.same_host_latency_us;
   return (alpha * steps(collective, ranks) + busbw_factor(collective, ranks) * bytes / (gbps * 1e3)) / 1000.0;
 }

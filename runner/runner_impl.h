@@ -159,6 +159,8 @@ struct Runner::Impl {
   bool has_live(int64_t job_id) const;
 
   std::vector<int64_t> live_of(int64_t job_id, bool running_only) const;
+  // Whether any process of launch `id` is still alive.
+  bool any_alive(int64_t id) const;
 
   // Consolidated plus what the running launches report.
   double progress_of(const Entry& e) const;

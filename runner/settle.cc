@@ -24,6 +24,12 @@ bool Runner::Impl::has_live(int64_t job_id) const {
   return false;
 }
 
+bool Runner::Impl::any_alive(int64_t id) const {
+  const auto& procs = launches.at(id).procs;
+  return std::any_of(procs.begin(), procs.end(),
+                     [](const db::OnlineProc& p) { return alive(p.pid, p.start_ticks); });
+}
+
 std::vector<int64_t> Runner::Impl::live_of(int64_t job_id, bool running_only) const {
   std::vector<int64_t> out;
   for (const auto& [id, l] : launches)
@@ -179,11 +185,6 @@ void Runner::Impl::stop(const std::vector<int64_t>& ids) {
       todo.push_back(id);
     }
   });
-  auto any_alive = [&](int64_t id) {
-    for (const auto& p : launches.at(id).procs)
-      if (alive(p.pid, p.start_ticks)) return true;
-    return false;
-  };
   for (int64_t id : todo)
     for (const auto& p : launches.at(id).procs) signal_group(p.pid, p.start_ticks, SIGTERM);
   const double deadline = unix_now() + o.grace_s;
@@ -224,13 +225,10 @@ void Runner::Impl::settle_jobs() {
       // (signal 15)" by a SIGTERM that reached an interpreter shutting down.
       const std::vector<int64_t> live = live_of(jid, true);
       const double until = unix_now() + std::min(o.grace_s, 2.0);
-      auto alive_any = [&](int64_t id) {
-        return std::any_of(launches.at(id).procs.begin(), launches.at(id).procs.end(),
-                           [&](const db::OnlineProc& p) { return alive(p.pid, p.start_ticks); });
-      };
+      const auto alive_any = [&](int64_t id) { return any_alive(id); };
       while (unix_now() < until && std::any_of(live.begin(), live.end(), alive_any)) sleep_s(0.05);
       for (int64_t id : live)
-        if (!alive_any(id)) end_launch(id);
+        if (!any_alive(id)) end_launch(id);
     }
     if (any_running && (done || give_up || e.row.cancel_requested)) {
       stop(live_of(jid, true));
