@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/report.h"
 #include "core/error.h"
 #include "core/gpu.h"
 #include "core/model.h"
@@ -89,7 +90,9 @@ profiler::Progress progress_bar(const std::string& label) {
 }
 
 nlohmann::json to_json(const ProfileRun& r) {
-  nlohmann::json j = {{"id", r.id},         {"created_at", r.created_at},
+  // An unstored run (--no-db) has no id: null, as the text header shows none.
+  nlohmann::json j = {{"id", r.id > 0 ? nlohmann::json(r.id) : nlohmann::json(nullptr)},
+                      {"created_at", r.created_at},
                       {"kind", r.kind},     {"model", r.model},
                       {"device", r.device}, {"device_type", r.device_type},
                       {"host", r.host},     {"timer", r.timer},
@@ -103,8 +106,8 @@ nlohmann::json to_json(const ProfileRun& r) {
     for (const auto& l : r.layers)
       j["layers"].push_back({{"layer_index", l.layer_index}, {"layer_name", l.layer_name},
                              {"shape_key", l.shape_key}, {"tp_degree", l.tp_degree},
-                             {"micro_batch", l.micro_batch}, {"param_bytes", l.param_bytes},
-                             {"activation_bytes", l.activation_bytes}, {"flops", l.flops},
+                             {"micro_batch", l.micro_batch}, {"param_bytes", json_count(l.param_bytes)},
+                             {"activation_bytes", json_count(l.activation_bytes)}, {"flops", json_count(l.flops)},
                              {"fwd_ms", l.fwd_ms}, {"bwd_ms", l.bwd_ms},
                              {"fwd_spread_ms", l.fwd_spread_ms}, {"bwd_spread_ms", l.bwd_spread_ms},
                              {"repetitions", l.repetitions}});

@@ -138,7 +138,11 @@ TEST_F(ProfileCli, ComputeStoresAndShowListExportReadItBack) {
   r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
            "--threads", "1", "--cache-flush-mib", "8", "--no-db", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["cache_flush_bytes"], 8 << 20);
+  const auto unstored = nlohmann::json::parse(r.out);
+  EXPECT_EQ(unstored["cache_flush_bytes"], 8 << 20);
+  // No id (it read 0), and byte and FLOP counts as integers (they read 139264.0).
+  EXPECT_TRUE(unstored["id"].is_null()) << unstored["id"];
+  EXPECT_TRUE(unstored["layers"][0]["param_bytes"].is_number_integer()) << unstored["layers"][0];
   // An unstored run has no id ("profile 0 (compute)" read as one), and counts agree with their nouns.
   r = run({"profile", "compute", "--model", "gpt-tiny", "--micro-batches", "1", "--tp", "1", "--reps", "1",
            "--threads", "1", "--no-db"});
