@@ -16,7 +16,6 @@
 #include "core/self_exe.h"
 #include "core/stats.h"
 
-
 namespace cellsched::cli {
 
 namespace fs = std::filesystem;

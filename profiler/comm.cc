@@ -1,4 +1,3 @@
-#include "core/self_exe.h"
 #include "profiler/comm.h"
 
 #include <signal.h>
@@ -18,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/parse_util.h"
+#include "core/self_exe.h"
 #include "core/stats.h"
 
 namespace cellsched::profiler {

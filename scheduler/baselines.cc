@@ -1,5 +1,4 @@
 // Heterogeneity-agnostic, non-preemptive baselines: fifo and yarn-cs.
-#include <algorithm>
 #include <numeric>
 
 #include "scheduler/policies.h"
