@@ -36,7 +36,11 @@ std::string error_message(sqlite3* db, std::string_view sql) {
 
 }  // namespace
 
-void throw_sqlite_error(sqlite3* db, std::string_view sql) { throw StoreError(error_message(db, sql)); }
+void throw_sqlite_error(sqlite3* db, std::string_view sql) {
+  throw StoreError(error_message(db, sql), db ? (sqlite3_extended_errcode(db) & 0xff) : SQLITE_NOMEM);
+}
+
+bool StoreError::damaged() const { return code_ == SQLITE_CORRUPT || code_ == SQLITE_NOTADB; }
 
 // ---- Connection ----
 
@@ -146,7 +150,7 @@ bool Statement::step() {
   if (rc == SQLITE_DONE) return false;
   std::string msg = error_message(db_, sql_);  // before reset, while errmsg is ours
   sqlite3_reset(stmt_.get());                 // leave the statement reusable
-  throw StoreError(msg);
+  throw StoreError(msg, rc & 0xff);
 }
 
 void Statement::execute() {

@@ -204,11 +204,10 @@ void check_db_file(const std::string& path, bool integrity) {
     Statement q(conn, "PRAGMA quick_check(1)");
     verdict = q.step() ? q.column_text(0) : "no answer";
   } catch (const StoreError& e) {
-    const std::string what = e.what();
-    // Damage (SQLITE_CORRUPT, SQLITE_NOTADB); anything else (a lock, an I/O
-    // error) is not the file's fault and is reported as it is.
-    if (what.find("malformed") == std::string::npos && what.find("not a database") == std::string::npos) throw;
-    verdict = what;
+    // Damage is the file's; anything else (a lock, an I/O error) is not, and
+    // is reported as it is.
+    if (!e.damaged()) throw;
+    verdict = e.what();
   }
   if (verdict != "ok")
     throw InputError(path + ": the database is damaged (SQLite's quick check: " + verdict +

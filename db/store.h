@@ -17,9 +17,17 @@
 namespace cellsched::db {
 
 // A failure of the database itself (I/O, corruption, locked past the timeout).
+// `code` is SQLite's primary result code (SQLITE_CORRUPT, SQLITE_BUSY, ...),
+// 0 where the failure is not SQLite's (a bad value read back).
 class StoreError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& what, int code = 0) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }
+  // The file's pages are damaged or it is not a database (SQLITE_CORRUPT, SQLITE_NOTADB).
+  bool damaged() const;
+
+ private:
+  int code_;
 };
 
 // For a verb that stores only after long work: throws InputError now when

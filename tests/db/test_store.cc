@@ -254,6 +254,8 @@ TEST(Sqlite, ErrorsNameTheSqlAndTheCause) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("SELEC 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("syntax error"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), 1);  // SQLITE_ERROR
+    EXPECT_FALSE(e.damaged());
   }
   conn.exec("CREATE TABLE t(k INTEGER PRIMARY KEY)");
   Statement ins(conn, "INSERT INTO t VALUES (?1)");
@@ -264,6 +266,8 @@ TEST(Sqlite, ErrorsNameTheSqlAndTheCause) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("UNIQUE constraint failed"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("INSERT INTO t"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), 19);  // SQLITE_CONSTRAINT (the primary code of the extended one)
+    EXPECT_FALSE(e.damaged());
   }
   ins.bind(1, 2).execute();  // still usable after a failed step
   EXPECT_EQ(count_rows(conn, "t"), 2);
