@@ -17,9 +17,9 @@
 namespace cellsched::cli {
 
 namespace {
-std::string ratio(const RunMetrics& m, const char* key) {
+std::string ratio(const RunMetrics& m, const char* key, int digits = 3) {
   auto it = m.extra.find(key);
-  return it == m.extra.end() ? "-" : fixed(it->second, 3);
+  return it == m.extra.end() ? "-" : fixed(it->second, digits);
 }
 }  // namespace
 
@@ -43,7 +43,7 @@ void warn_unfinished(const RunRecord& run, double horizon_s, std::ostream& err) 
 
 void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
   Table t({"policy", "jobs", "done", "JCT mean h", "median h", "p95 h", "p99 h", "queue mean h",
-           "TTD h", "TTD/bound", "CRU", "decide ms", "p99 ms", "rounds", "wall s"});
+           "TTD h", "TTD/bound", "CRU", "rho mean", "rho p95", "decide ms", "p99 ms", "rounds", "wall s"});
   for (const RunRecord& r : runs) {
     const RunMetrics& m = r.metrics;
     // No job done (a short --horizon): no JCT or TTD to show, not 0.00, but
@@ -53,7 +53,8 @@ void print_comparison(const std::vector<RunRecord>& runs, std::ostream& out) {
     const bool span = m.ttd_s > 0;
     t.add({r.policy, std::to_string(m.jobs), std::to_string(m.completed), jct(m.jct_mean_s), jct(m.jct_median_s),
            jct(m.jct_p95_s), jct(m.jct_p99_s), hours(m.queue_mean_s), span ? hours(m.ttd_s) : "-",
-           ratio(m, "ttd_over_bound"), span || m.cru > 0 ? fixed(m.cru, 3) : "-", fixed(m.decision_mean_ms, 3),
+           ratio(m, "ttd_over_bound"), span || m.cru > 0 ? fixed(m.cru, 3) : "-", ratio(m, "fairness_rho_mean", 2),
+           ratio(m, "fairness_rho_p95", 2), fixed(m.decision_mean_ms, 3),
            fixed(m.decision_p99_ms, 3), std::to_string(m.rounds), fixed(m.wall_s, 2)});
   }
   t.print(out);
