@@ -122,6 +122,10 @@ nlohmann::json cell_json(const Cell& c) {
                       {"rounds", m.rounds},
                       {"wall_s", m.wall_s}};
   j["avg_jct_s"] = c.avg_jct_s >= 0 ? nlohmann::json(c.avg_jct_s) : nlohmann::json(nullptr);
+  for (const char* k : {"fairness_rho_mean", "fairness_rho_p95"}) {  // over every finished job
+    const auto it = m.extra.find(k);
+    j[k] = it != m.extra.end() ? nlohmann::json(it->second) : nlohmann::json(nullptr);
+  }
   if (c.dropped >= 0) j["dropped_unrunnable"] = c.dropped;
   return j;
 }
@@ -140,7 +144,7 @@ void write_sweep_files(const std::vector<Cell>& cells, const std::vector<double>
     // Every digit, as sweep.json and the other CSVs keep (it cut to 10).
     const auto full = [](double v) { return detail::format_double(v); };
     f << "policy,rate_per_hour,mean_interarrival_s,window_jobs,window_finished,avg_jct_s,"
-         "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru\n";
+         "jobs,completed,jct_mean_s,jct_p99_s,ttd_s,cru,fairness_rho_mean,fairness_rho_p95\n";
     for (const Cell& c : cells) {
       const RunMetrics& m = c.run.metrics;
       f << detail::csv_field(c.policy) << "," << full(c.rate) << "," << full(3600.0 / c.rate) << "," << c.window_jobs << ","
@@ -149,7 +153,12 @@ void write_sweep_files(const std::vector<Cell>& cells, const std::vector<double>
       f << "," << m.jobs << "," << m.completed << ",";
       if (m.completed > 0) f << full(m.jct_mean_s) << "," << full(m.jct_p99_s) << "," << full(m.ttd_s);
       else f << ",,";  // none done: no JCT nor TTD
-      f << "," << full(m.cru) << "\n";
+      f << "," << full(m.cru);
+      for (const char* k : {"fairness_rho_mean", "fairness_rho_p95"}) {
+        f << ",";
+        if (const auto it = m.extra.find(k); it != m.extra.end()) f << full(it->second);
+      }
+      f << "\n";
     }
     if (!f) throw InputError((d / "sweep.csv").string() + ": write failed");
   }

@@ -339,6 +339,8 @@ TEST_F(Cli, SweepTabulatesJctAgainstLoadAndPlotsIt) {
   for (const auto& cell : doc["results"]) {
     EXPECT_EQ(cell["window_jobs"], 32);
     EXPECT_GT(cell["avg_jct_s"].get<double>(), 0);
+    EXPECT_GT(cell["fairness_rho_p95"].get<double>(), 0);
+    EXPECT_GE(cell["fairness_rho_p95"].get<double>(), cell["fairness_rho_mean"].get<double>() * 0.5);
   }
   EXPECT_DOUBLE_EQ(doc["results"][2]["mean_interarrival_s"].get<double>(), 600);
   EXPECT_TRUE(is_png(dir_ / "out" / "jct_vs_load.png"));
@@ -346,6 +348,7 @@ TEST_F(Cli, SweepTabulatesJctAgainstLoadAndPlotsIt) {
   EXPECT_TRUE(is_png(dir_ / "out" / "rate-6" / "utilization.png"));
   const std::string csv = slurp(dir_ / "out" / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  EXPECT_NE(csv.find(",cru,fairness_rho_mean,fairness_rho_p95\n"), std::string::npos) << csv;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "out" / "sweep.json")), doc);
   // Every digit the JSON has (the CSV cut to 10 significant ones): the first
   // row's avg_jct_s (6th field) reads back to the JSON's double exactly.
