@@ -325,7 +325,7 @@ const std::map<std::string, ModelSpec>& zoo() {
     v.push_back(moe("moe-tiny", 64, 4, 4, 32, 512, 4, 2));
     std::map<std::string, ModelSpec> out;
     for (ModelSpec& m : v) {
-      detail::build_layers(m, "<zoo>", 0);
+      detail::build_layers(m, "<zoo>", detail::FieldLines{});
       out.emplace(m.name, std::move(m));
     }
     return out;
@@ -338,49 +338,59 @@ const std::map<std::string, ModelSpec>& zoo() {
 
 namespace detail {
 
-void build_layers(ModelSpec& m, const std::string& file, long line) {
-  auto need = [&](bool ok, const std::string& what) {
-    if (!ok) fail_input(file, line, m.name + ": " + what);
+void build_layers(ModelSpec& m, const std::string& file, const FieldLines& lines) {
+  auto need = [&](bool ok, std::initializer_list<const char*> keys, const std::string& what) {
+    if (!ok) fail_input(file, lines.of(keys), m.name + ": " + what);
   };
-  need(m.bytes_per_value == 2 || m.bytes_per_value == 4, "bytes_per_value must be 2 or 4");
+  // Each named field > 0: the first that is not is named at its line, or as
+  // missing where the file left it out (a field left out reads 0).
+  auto positive = [&](std::initializer_list<std::pair<const char*, int>> fields) {
+    for (const auto& [key, value] : fields) {
+      if (value > 0) continue;
+      if (lines.root > 0 && !lines.has(key)) fail_input(file, lines.root, m.name + ": missing field '" + key + "'");
+      fail_input(file, lines.of({key}), m.name + ": '" + std::string(key) + "' must be positive");
+    }
+  };
+  need(m.bytes_per_value == 2 || m.bytes_per_value == 4, {"bytes_per_value", "precision"},
+       "bytes_per_value must be 2 or 4");
   m.layers.clear();
   if (m.family == "gpt" || m.family == "moe") {
-    need(m.hidden > 0 && m.num_layers > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
-         "hidden, num_layers, heads, seq and vocab must be positive");
-    need(m.hidden % m.heads == 0, "hidden must be a multiple of heads");
+    positive({{"hidden", m.hidden}, {"num_layers", m.num_layers}, {"heads", m.heads}, {"seq", m.seq}, {"vocab", m.vocab}});
+    need(m.hidden % m.heads == 0, {"heads", "hidden"}, "hidden (" + std::to_string(m.hidden) +
+         ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
     if (m.family == "moe") {
-      need(m.experts > 0 && m.top_k > 0 && m.top_k <= m.experts,
-           "experts must be positive and 1 <= top_k <= experts");
+      positive({{"experts", m.experts}, {"top_k", m.top_k}});
+      need(m.top_k <= m.experts, {"top_k", "experts"}, "top_k must be at most experts");
     }
     add_gpt_layers(m);
     autocast_fp32_bytes(m, m.bytes_per_value, +1);  // a model built at 16 bits
   } else if (m.family == "wrn") {
-    need(m.width_factor > 0 && m.image >= 8 && m.classes > 0, "width_factor, image (>= 8) and classes must be positive");
+    positive({{"width_factor", m.width_factor}, {"classes", m.classes}});
+    need(m.image >= 8, {"image"}, "image must be at least 8");
     if (m.image >= 128) {
-      need(m.depth == 50, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
-      need(m.image % 32 == 0, "image must be a multiple of 32");
+      need(m.depth == 50, {"depth"}, "ImageNet-size WRNs (image >= 128) are WRN-50-k: depth must be 50");
+      need(m.image % 32 == 0, {"image"}, "image must be a multiple of 32");
     } else {
-      need(m.depth == 18 || (m.depth >= 10 && (m.depth - 4) % 6 == 0),
+      need(m.depth == 18 || (m.depth >= 10 && (m.depth - 4) % 6 == 0), {"depth"},
            "CIFAR WRN depth must be 6n + 4 (n >= 1), or 18 (the ResNet-18 layout)");
-      need(m.image % (m.depth == 18 ? 8 : 4) == 0, "image must be a multiple of 4 (8 for depth 18)");
+      need(m.image % (m.depth == 18 ? 8 : 4) == 0, {"image"}, "image must be a multiple of 4 (8 for depth 18)");
     }
     add_wrn_layers(m);
   } else if (m.family == "lstm") {
-    need(m.hidden > 0 && m.num_layers > 0 && m.seq > 0 && m.vocab > 0,
-         "hidden, num_layers, seq and vocab must be positive");
+    positive({{"hidden", m.hidden}, {"num_layers", m.num_layers}, {"seq", m.seq}, {"vocab", m.vocab}});
     add_lstm_layers(m);
   } else if (m.family == "autoencoder") {
-    need(m.hidden > 0 && m.vocab > 0, "hidden and vocab (the items) must be positive");
+    positive({{"hidden", m.hidden}, {"vocab", m.vocab}});  // vocab: the items
     add_autoencoder_layers(m);
   } else if (m.family == "cyclegan") {
-    need(m.image >= 16 && m.image % 16 == 0, "image must be a positive multiple of 16");
-    need(m.hidden > 0 && m.hidden <= 1024 && m.num_layers > 0,
-         "hidden (the generators' first channels, at most 1024) and num_layers (residual blocks) must be positive");
+    need(m.image >= 16 && m.image % 16 == 0, {"image"}, "image must be a positive multiple of 16");
+    positive({{"hidden", m.hidden}, {"num_layers", m.num_layers}});
+    need(m.hidden <= 1024, {"hidden"}, "hidden (the generators' first channels) must be at most 1024");
     add_cyclegan_layers(m);
   } else if (m.family == "torchscript") {
-    need(!m.torchscript_path.empty(), "torchscript needs 'path'");
+    need(!m.torchscript_path.empty(), {"path"}, "torchscript needs 'path'");
   } else {
-    fail_input(file, line,
+    fail_input(file, lines.of({"family"}),
                "unknown family '" + m.family + "' (expected gpt, moe, wrn, lstm, autoencoder, cyclegan, torchscript)");
   }
 }

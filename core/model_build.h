@@ -4,14 +4,31 @@
 // autoencoder of Gavel's measured table). Internal to core/.
 #pragma once
 
+#include <initializer_list>
+#include <map>
 #include <string>
 
 #include "core/model.h"
 
 namespace cellsched::detail {
 
-// Checks a family's parameters and builds its layers (errors name file:line).
-void build_layers(ModelSpec& m, const std::string& file, long line);
+// Where a model file gave each field, for errors that concern one or two of
+// them ("hidden must be a multiple of heads" names the heads line).
+struct FieldLines {
+  long root = 0;                      // the map's own line (0: not from a file)
+  std::map<std::string, long> field;  // field name -> line
+  // The line of the first of `keys` the file gave, else the map's.
+  long of(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (auto it = field.find(k); it != field.end()) return it->second;
+    return root;
+  }
+  bool has(const char* key) const { return field.count(key) > 0; }
+};
+
+// Checks a family's parameters and builds its layers (errors name file:line:
+// the line of the field at fault, or the map's for a field left out).
+void build_layers(ModelSpec& m, const std::string& file, const FieldLines& lines);
 
 // Zoo entries of these families (layers are added by the zoo's build step).
 ModelSpec lstm(std::string name, int hidden, int layers, int seq, int vocab);

@@ -21,6 +21,8 @@ ModelSpec load_model_yaml(const std::string& path) {
   ModelSpec m;
   m.name = std::filesystem::path(path).stem().string();
   std::set<std::string> seen;
+  detail::FieldLines lines;
+  lines.root = yaml_line(root);
   const std::map<std::string, int ModelSpec::*> ints = {
       {"hidden", &ModelSpec::hidden},       {"num_layers", &ModelSpec::num_layers},
       {"heads", &ModelSpec::heads},         {"seq", &ModelSpec::seq},
@@ -33,6 +35,7 @@ ModelSpec load_model_yaml(const std::string& path) {
     const std::string key = kv.first.Scalar();
     const long line = yaml_line(kv.first);
     if (!seen.insert(key).second) fail_input(path, line, "duplicate field '" + key + "'");
+    lines.field[key] = line;
     const YAML::Node& v = kv.second;
     if (key == "input_shape") {
       if (!v.IsSequence() || v.size() == 0) fail_input(path, yaml_line(v), "'input_shape' must be a non-empty list of integers");
@@ -85,10 +88,10 @@ ModelSpec load_model_yaml(const std::string& path) {
   if (m.family.empty()) fail_input(path, yaml_line(root), "missing field 'family'");
   if (m.precision != Precision::Default && seen.count("bytes_per_value") &&
       m.bytes_per_value != bytes_per_value(m.precision))
-    fail_input(path, yaml_line(root), "bytes_per_value contradicts precision " + std::string(precision_name(m.precision)));
+    fail_input(path, lines.of({"bytes_per_value"}), "bytes_per_value contradicts precision " + std::string(precision_name(m.precision)));
   if (m.precision != Precision::Default) m.bytes_per_value = bytes_per_value(m.precision);
   if (m.precision == Precision::Default && m.bytes_per_value == 2) m.precision = Precision::FP16;
-  detail::build_layers(m, path, yaml_line(root));
+  detail::build_layers(m, path, lines);
   return m;
 }
 

@@ -140,18 +140,23 @@ TEST_F(ModelYaml, LoadsAGptDescription) {
 
 TEST_F(ModelYaml, BadInputNamesFileAndLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"family: gpt\nhidden: 100\nnum_layers: 2\nheads: 3\nseq: 8\nvocab: 10\n", ":1:"},  // 100 % 3
+      // A rule between fields names the line of the one it is about, not the map's.
+      {"family: gpt\nhidden: 100\nnum_layers: 2\nheads: 3\nseq: 8\nvocab: 10\n", ":4: "},  // 100 % 3
+      {"family: gpt\nhidden: 128\nnum_layers: 2\nheads: 0\nseq: 8\nvocab: 10\nname: gpt\n", ":4: gpt: 'heads' must be positive"},
+      {"family: gpt\nhidden: 128\nnum_layers: 2\nheads: 4\nvocab: 10\nname: gpt\n", ":1: gpt: missing field 'seq'"},
+      {"family: moe\nhidden: 128\nnum_layers: 2\nheads: 4\nseq: 8\nvocab: 10\nexperts: 2\ntop_k: 3\nname: moe\n", ":8: moe: top_k must be at most experts"},
+      {"family: wrn\ndepth: 12\nwidth_factor: 2\nimage: 32\nclasses: 10\nname: wrn\n", ":2: wrn: CIFAR WRN depth"},
       {"family: gpt\nhidden: x\n", ":2:"},
       {"family: gpt\nbogus: 1\n", ":2:"},
-      {"family: rnn\n", ":1:"},
+      {"name: x\nfamily: rnn\n", ":2: unknown family 'rnn'"},
       {"hidden: 64\n", "missing field 'family'"},
       {"family: [gpt\n", ":"},
       {"family: gpt\nattention: flash2\n", ":2: attention must be auto, fused or unfused"},
       // Sizes past any real model (the profiler used to die allocating; a huge num_layers hung the reader).
       {"family: gpt\nhidden: 2000000\n", ":2: 'hidden' must be at most 65536, got 2000000"},
       {"family: gpt\nnum_layers: 00000000000000000000000000000000000000388369800\n", ":2: 'num_layers' must be at most 1024"},
-      {"family: cyclegan\nname: cyclegan\nimage: 100\nnum_layers: 9\nhidden: 64\n", ":1: cyclegan: image must be a positive multiple of 16"},
-      {"family: cyclegan\nname: cyclegan\nimage: 64\nhidden: 64\n", "num_layers (residual blocks) must be positive"},
+      {"family: cyclegan\nname: cyclegan\nimage: 100\nnum_layers: 9\nhidden: 64\n", ":3: cyclegan: image must be a positive multiple of 16"},
+      {"family: cyclegan\nname: cyclegan\nimage: 64\nhidden: 64\n", ":1: cyclegan: missing field 'num_layers'"},
   };
   for (const auto& [text, want] : cases) {
     const std::string p = write(text);
