@@ -34,10 +34,10 @@ void warn_unfinished(const RunRecord& run, double horizon_s, std::ostream& err) 
   const long left = static_cast<long>(m.jobs - m.completed);
   err << "warning: " << run.policy << " left " << left << " of " << m.jobs << " jobs unfinished";
   if (horizon_s >= 0)
-    err << " at --horizon " << fixed(horizon_s, 0) << " s: its JCT, queueing and TTD cover only the " << m.completed
+    err << " at --horizon " << fixed(horizon_s, 0) << " s: its JCT, queueing, TTD and fairness (rho) cover only the " << m.completed
         << " jobs it finished, which differ from policy to policy; compare policies on runs that finish every job\n";
   else
-    err << ": it placed none of them and no job arrives later (its JCT, queueing and TTD cover the " << m.completed
+    err << ": it placed none of them and no job arrives later (its JCT, queueing, TTD and fairness (rho) cover the " << m.completed
         << " finished jobs)\n";
 }
 

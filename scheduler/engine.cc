@@ -486,7 +486,7 @@ RunRecord Simulation::finish() {
   }
   run_.jobs = std::move(results_);
   run_.metrics = compute_metrics(run_.jobs, total_gpus_, decision_ms_, rounds_, seconds_since(wall_start_), t_);
-  add_fairness_metrics(finish_time_fairness(trace_, cluster_, oracle_, run_.jobs), run_.metrics);
+  add_fairness_metrics(finish_time_fairness(trace_, cluster_, oracle_, run_.jobs, options_.restart_s), run_.metrics);
   if (options_.replay_failures) {
     run_.params["replay_failures"] = "1";
     run_.metrics.extra["failed_attempts"] = failed_attempts_;

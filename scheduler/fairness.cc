@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -71,12 +72,15 @@ class Presence {
 }  // namespace
 
 std::vector<double> finish_time_fairness(const Trace& trace, const Cluster& cluster, const ThroughputOracle& oracle,
-                                         const std::vector<JobResult>& results) {
+                                         const std::vector<JobResult>& results, double startup_s) {
+  if (results.size() != trace.jobs.size())
+    throw std::logic_error("finish_time_fairness: " + std::to_string(results.size()) + " results for " +
+                           std::to_string(trace.jobs.size()) + " jobs");
   std::vector<double> rho(results.size(), -1);
   const std::vector<TypeCapacity> types = capacities(cluster);
   const Presence presence(results);
   std::vector<std::pair<double, double>> offers;  // (rate, time share) per type
-  for (size_t i = 0; i < results.size() && i < trace.jobs.size(); ++i) {
+  for (size_t i = 0; i < results.size(); ++i) {
     const JobResult& r = results[i];
     const Job& job = trace.jobs[i];
     if (!r.finished() || !(r.jct_s() > 0) || !(job.total_iterations > 0) || job.gpus <= 0) continue;
@@ -95,7 +99,7 @@ std::vector<double> finish_time_fairness(const Trace& trace, const Cluster& clus
       left -= use;
       if (left <= 0) break;
     }
-    if (rate > 0) rho[i] = r.jct_s() / (job.total_iterations / rate);
+    if (rate > 0) rho[i] = r.jct_s() / (std::max(0.0, startup_s) + job.total_iterations / rate);
   }
   return rho;
 }

@@ -3,6 +3,7 @@
 
 #include "scheduler/engine.h"
 #include "scheduler/fairness.h"
+#include "scheduler/oracle.h"
 #include "scheduler/policy.h"
 #include "tests/scheduler/fake_oracle.h"
 
@@ -51,6 +52,50 @@ TEST(Fairness, NIsTheJobsPresentAveragedOverTheJobsLifetime) {
   const auto rho = finish_time_fairness(t, c, o, {done(0, 0, 100), done(1, 0, 200)});
   EXPECT_DOUBLE_EQ(rho[0], 0.5);
   EXPECT_DOUBLE_EQ(rho[1], 200.0 / 150.0);
+}
+
+TEST(Fairness, StaggeredArrivalsAndAnArrivalAtACompletion) {
+  const Cluster c = nodes({{"a", "h", "v100", 1}});
+  FakeOracle o;
+  o.rate = {{"v100", 10}};  // 1000 iterations: 100 s alone
+  Trace t;
+  t.jobs = {make_job(0, 0, 1, 1000), make_job(1, 50, 1, 1000), make_job(2, 120, 1, 1000), make_job(3, 150, 1, 1000)};
+  // A [0, 100], B [50, 150], C [120, 130], D arrives when B completes [150, 250].
+  // N_A = (50 x 1 + 50 x 2) / 100 = 1.5; N_B = (50 x 2 + 20 x 1 + 10 x 2 + 20 x 1) / 100 = 1.6;
+  // N_C = 2 (B throughout); N_D = 1 (B leaves at the instant D arrives).
+  const auto rho = finish_time_fairness(t, c, o, {done(0, 0, 100), done(1, 50, 150), done(2, 120, 130), done(3, 150, 250)});
+  EXPECT_DOUBLE_EQ(rho[0], 100 / 150.0);
+  EXPECT_DOUBLE_EQ(rho[1], 100 / 160.0);
+  EXPECT_DOUBLE_EQ(rho[2], 10 / 200.0);
+  EXPECT_DOUBLE_EQ(rho[3], 1.0);
+}
+
+TEST(Fairness, AnUnfinishedJobCountsTowardN) {
+  const Cluster c = nodes({{"a", "h", "v100", 1}});
+  FakeOracle o;
+  o.rate = {{"v100", 10}};
+  Trace t;
+  t.jobs = {make_job(0, 0, 1, 1000), make_job(1, 0, 1, 1000)};
+  JobResult open = done(1, 0, 0);
+  open.completion_s = -1;
+  EXPECT_DOUBLE_EQ(finish_time_fairness(t, c, o, {done(0, 0, 100), open})[0], 0.5);  // N = 2
+}
+
+TEST(Fairness, TheIsolatedRunStartsOnceAndHonoursTypeRestrictions) {
+  const Cluster c = nodes({{"a", "h", "v100", 1}, {"b", "h", "k80", 1}});
+  FakeOracle o;
+  o.rate = {{"v100", 10}, {"k80", 5}};
+  Trace t;
+  t.jobs = {make_job(0, 0, 1, 100)};
+  // 10 s of work after a 30 s start: rho 1, not 4.
+  EXPECT_DOUBLE_EQ(finish_time_fairness(t, c, o, {done(0, 0, 40)}, 30)[0], 1.0);
+  // Restricted to K80s: alone it runs there (20 s), not on the V100.
+  t.jobs[0].gpu_types = {"k80"};
+  const TypeRestrictedOracle restricted(std::make_unique<FakeOracle>(o));
+  EXPECT_DOUBLE_EQ(finish_time_fairness(t, c, restricted, {done(0, 0, 20)})[0], 1.0);
+  EXPECT_DOUBLE_EQ(finish_time_fairness(t, c, o, {done(0, 0, 20)})[0], 2.0);
+  // One result per trace job, in order.
+  EXPECT_THROW(finish_time_fairness(t, c, o, {}), std::logic_error);
 }
 
 TEST(Fairness, TheShareIsSpentBestRateFirstAndCappedAtOne) {
