@@ -72,9 +72,9 @@ class Tiresias final : public Policy {
 
     const long total = ctx.cluster->total_gpus();
     std::vector<char> skip(n, 0);  // cannot be placed usefully this round
-    while (true) {
-      // Step 4: which jobs run.
-      std::vector<char> chosen(n, 0);
+    // Step 4: which jobs run (greedy over the priority order, skipping the skipped).
+    auto choose = [&](std::vector<char>& chosen) {
+      chosen.assign(n, 0);
       long left = total;
       for (size_t i : order) {
         const int w = jobs[i]->job->gpus;
@@ -82,17 +82,29 @@ class Tiresias final : public Policy {
         chosen[i] = 1;
         left -= w;
       }
-      // Step 5: continuing jobs keep their placement, then the others are placed.
-      for (size_t i = 0; i < n; ++i) {
-        if (!(chosen[i] && keeps_placement(*jobs[i]))) out[i] = Allocation{};
+    };
+    std::vector<char> chosen, next;
+    std::vector<int> free;
+    size_t at = 0;       // position in `order` the pass goes on from
+    bool fresh = true;   // start a pass from scratch
+    while (true) {
+      if (fresh) {
+        choose(chosen);
+        // Step 5: continuing jobs keep their placement, then the others are placed.
+        for (size_t i = 0; i < n; ++i) {
+          if (!(chosen[i] && keeps_placement(*jobs[i]))) out[i] = Allocation{};
+        }
+        free = free_gpus(*ctx.cluster, out);
+        placer_.begin(*ctx.cluster, free);
+        at = 0;
+        fresh = false;
       }
-      std::vector<int> free = free_gpus(*ctx.cluster, out);
-      placer_.begin(*ctx.cluster, free);
       bool failed = false;
-      for (size_t i : order) {
+      for (; at < n; ++at) {
+        const size_t i = order[at];
         if (!chosen[i] || !out[i].empty()) continue;
         std::vector<Placement> ps = placer_.place(ctx, *jobs[i]->job, free, true);
-        if (ps.empty()) {
+        if (ps.empty()) {  // `free` and the placer are as before the attempt
           skip[i] = 1;
           failed = true;
           break;
@@ -100,8 +112,23 @@ class Tiresias final : public Policy {
         out[i].workers = std::move(ps);
       }
       if (!failed) return;
-      // Restore the continuing jobs' placements before the next pass.
+      // Choosing again without the failed job changes only the jobs behind it.
+      // Where no continuing job changes side (kept placement or not), a fresh
+      // pass would place the jobs before it exactly as this one did, so the
+      // pass goes on behind it; else it starts again with the continuing
+      // jobs' placements restored (a failure used to cost a whole pass: 300
+      // Philly jobs on modern.yaml took 12 s under tiresias, 1 s under fifo).
+      choose(next);
+      bool same = true;
+      for (size_t i = 0; i < n && same; ++i)
+        if (next[i] != chosen[i] && keeps_placement(*jobs[i])) same = false;
+      chosen.swap(next);
+      if (same) {
+        ++at;
+        continue;
+      }
       for (size_t i = 0; i < n; ++i) out[i] = jobs[i]->current;
+      fresh = true;
     }
   }
 

@@ -224,5 +224,35 @@ TEST(Tiresias, TriesEachRunnableTypeAloneWhenAMixCannotRun) {
   EXPECT_EQ(out[0], on({{0, 2}, {2, 2}}));
 }
 
+// A chosen job that cannot be placed sits out and the jobs are chosen again.
+// Where that brings a continuing job back in, it keeps its GPUs and the jobs
+// placed before it move (the pass starts again); where it does not, the pass
+// goes on behind the failed job.
+TEST(Tiresias, AJobThatCannotBePlacedSitsOutAndTheOthersAreChosenAgain) {
+  Round r;
+  r.oracle.spread_factor = 0;  // no gang runs over two nodes: J1's 4 GPUs never run
+  r.add(1, 0, 4, 0);                           // Q0, first: chosen alone, cannot run
+  r.add(0, 1, 2, 0);                           // Q0
+  r.add(2, 2, 2, 4000, on({{0, 2}}));          // Q1, on the V100s
+  auto p = make_policy("tiresias");
+  std::vector<Allocation> out = r.decide(*p);
+  EXPECT_EQ(out[0], Allocation{});
+  EXPECT_EQ(out[1], on({{1, 2}}));  // not the V100s, which J2 keeps
+  EXPECT_EQ(out[2], on({{0, 2}}));
+
+  Round q;
+  q.oracle.spread_factor = 0;
+  q.add(0, 0, 2, 0);                           // Q0: the V100s (first of two equal nodes)
+  q.add(1, 1, 4, 0);                           // does not fit behind J0
+  q.add(2, 2, 3, 0);                           // chosen, cannot run; then J3 fits
+  q.add(3, 3, 1, 0);
+  auto p2 = make_policy("tiresias");
+  out = q.decide(*p2);
+  EXPECT_EQ(out[0], on({{0, 2}}));
+  EXPECT_EQ(out[1], Allocation{});
+  EXPECT_EQ(out[2], Allocation{});
+  EXPECT_EQ(out[3], on({{1, 1}}));
+}
+
 }  // namespace
 }  // namespace cellsched
