@@ -82,14 +82,17 @@ class SlurmExecutor final : public Executor {
   std::string name() const override { return "slurm"; }
   LocalCommand prepare(const ProcessRequest& r) const override {
     LocalCommand c;
+    const auto gres = o_.gres_types.find(r.node->name);
+    const std::string& type = gres != o_.gres_types.end() ? gres->second : r.node->gpu_type;
     c.argv = {o_.srun, "--nodes=1", "--ntasks=1", "--nodelist=" + r.node->name,
-              "--gres=gpu:" + r.node->gpu_type + ":" + std::to_string(r.gpus)};
+              "--gres=gpu:" + (type.empty() ? "" : type + ":") + std::to_string(r.gpus)};
     const auto tail = srun_tail(o_, r.name, r.workdir, r.command);
     c.argv.insert(c.argv.end(), tail.begin(), tail.end());
     c.env = r.env;
     c.workdir = r.workdir;
     return c;
   }
+  bool request_stop(const std::string& name) const override { return slurm_cancel(o_, name, "TERM"); }
   void force_stop(const std::string& name) const override { slurm_cancel(o_, name); }
 
  private:
@@ -116,20 +119,24 @@ std::vector<std::string> slurm_launch_argv(const ExecutorOptions& o, const Slurm
   return a;
 }
 
-void slurm_cancel(const ExecutorOptions& o, const std::string& name) {
+bool slurm_cancel(const ExecutorOptions& o, const std::string& name, const std::string& signal) {
   const std::string path = find_executable(o.scancel);
-  if (path.empty()) return;
+  if (path.empty()) return false;
+  const std::string by_name = "--name=" + name, sig = "--signal=" + signal;
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string arg = "--name=" + name;
-    execl(path.c_str(), path.c_str(), "--quiet", arg.c_str(), static_cast<char*>(nullptr));
+    if (signal.empty())
+      execl(path.c_str(), path.c_str(), "--quiet", by_name.c_str(), static_cast<char*>(nullptr));
+    else
+      execl(path.c_str(), path.c_str(), "--quiet", sig.c_str(), by_name.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  if (pid > 0) {
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+  if (pid < 0) return false;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {
+    if (errno != EINTR) return false;
   }
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 }  // namespace cellsched::runner

@@ -1,10 +1,12 @@
 // Executors: how one process of a launch reaches its node. Every executor
 // turns a command into a local argv that the runner supervises (see
 // process.h): `local` runs the command itself, `ssh` runs the OpenSSH client,
-// `slurm` runs srun. Stopping signals that local process group; slurm also
-// cancels the Slurm job.
+// `slurm` runs srun. Stopping signals that local process group (SIGTERM,
+// the grace period, SIGKILL); slurm asks Slurm to signal the step instead,
+// and cancels the Slurm job at the end.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +38,12 @@ class Executor {
   virtual ~Executor() = default;
   virtual std::string name() const = 0;
   virtual LocalCommand prepare(const ProcessRequest& request) const = 0;
+  // Asks the process named `name` to stop (SIGTERM where it runs). false:
+  // the runner signals the local process group instead, and the local
+  // command passes it on (the process itself; ssh's remote side). slurm:
+  // `scancel --signal=TERM --name=NAME`, because srun answers a SIGTERM of
+  // its own by killing the step (SIGKILL: no final save, no grace period).
+  virtual bool request_stop(const std::string& /*name*/) const { return false; }
   // Extra clean-up after the local process group got SIGKILL (slurm: scancel).
   virtual void force_stop(const std::string& /*name*/) const {}
 };
@@ -49,6 +57,9 @@ struct ExecutorOptions {
   std::string srun = "srun";
   std::string scancel = "scancel";
   std::string partition;
+  // Node name -> the GRES type srun asks for (Slurm's own name, see
+  // match_slurm_nodes); a node not in it asks for its catalogue type.
+  std::map<std::string, std::string> gres_types;
 };
 
 // Throws InputError for an unknown kind.
@@ -65,8 +76,10 @@ struct SlurmLaunch {
   std::vector<std::string> command;  // wrapper and trainer argv
 };
 std::vector<std::string> slurm_launch_argv(const ExecutorOptions& options, const SlurmLaunch& launch);
-// scancel --quiet --name=NAME through `options.scancel`; nothing when it is missing.
-void slurm_cancel(const ExecutorOptions& options, const std::string& name);
+// scancel --quiet [--signal=SIG] --name=NAME through `options.scancel`
+// (with a signal: the job's steps get it, the job stays); false when
+// scancel is missing or fails.
+bool slurm_cancel(const ExecutorOptions& options, const std::string& name, const std::string& signal = "");
 
 // Quotes one argument for a POSIX shell: 'it'\''s' (empty -> '').
 std::string shell_quote(const std::string& arg);

@@ -61,4 +61,9 @@ void signal_group(int64_t pid, int64_t start_ticks, int sig);
 // Looks `name` up in PATH ("" when not found); a name with '/' is returned as is.
 std::string find_executable(const std::string& name);
 
+// Runs argv (no shell; argv[0] looked up in PATH) and returns its stdout;
+// stderr is dropped. Throws std::runtime_error when it cannot run, fails, or
+// takes longer than `timeout_s` (then it is killed).
+std::string run_capture(const std::vector<std::string>& argv, double timeout_s = 20);
+
 }  // namespace cellsched::runner

@@ -49,54 +49,6 @@ double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Runs argv (no shell) and returns its stdout; throws when it cannot run,
-// fails, or takes longer than `timeout_s`.
-std::string capture(const std::vector<std::string>& argv, double timeout_s = 20) {
-  const std::string path = find_executable(argv.at(0));
-  if (path.empty()) throw std::runtime_error(argv[0] + ": not found (is Slurm installed?)");
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    const int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(path.c_str(), args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string out;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  char buf[4096];
-  while (true) {
-    pollfd p{fds[0], POLLIN, 0};
-    const int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-    if (left <= 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      close(fds[0]);
-      throw std::runtime_error(argv[0] + ": no answer within " + std::to_string(timeout_s) + " s");
-    }
-    if (poll(&p, 1, left) <= 0) continue;
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    throw std::runtime_error(argv[0] + " failed (exit " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1) + ")");
-  return out;
-}
-
 // Iterations launch k of a job trained (its progress file's last complete
 // `iterations=N` line), with its checkpoint commit finished (contract.h), so
 // launch-k.pt holds exactly those iterations.
@@ -270,7 +222,9 @@ void Scavenger::stop_launch(Launch& l, double now, bool claim) {
   if (l.stop_sent_s >= 0) return;
   l.stop_sent_s = now;
   if (claim) l.claim_seen_s = now;
-  signal_group(l.pid, l.ticks, SIGTERM);  // srun passes it on: the trainer checkpoints and exits
+  // Slurm signals the step's tasks: the trainer checkpoints and exits. (A
+  // SIGTERM to srun itself would make it kill the step: no final save.)
+  if (!slurm_cancel(slurm_options(), l.slurm_name, "TERM")) signal_group(l.pid, l.ticks, SIGTERM);
 }
 
 void Scavenger::force(Launch& l) {
@@ -280,10 +234,10 @@ void Scavenger::force(Launch& l) {
 
 void Scavenger::look(double now) {
   ++report_.polls;
-  const std::vector<SlurmNode> nodes = parse_sinfo(capture({o_.sinfo, "-N", "-h", "-o", "%N|%T"}));
+  const std::vector<SlurmNode> nodes = parse_sinfo(run_capture({o_.sinfo, "-N", "-h", "-o", "%N|%T"}));
   std::vector<std::string> squeue = {o_.squeue, "-h", "-t", "PD,R,CG", "-o", "%i|%j|%T|%D|%S|%r", "--sort=-p,i"};
   if (!o_.partition.empty()) squeue.push_back("--partition=" + o_.partition);
-  const std::vector<SlurmJob> queue = parse_squeue(capture(squeue));
+  const std::vector<SlurmJob> queue = parse_squeue(run_capture(squeue));
   std::map<std::string, const SlurmJob*> ours;
   const SlurmJob* head = nullptr;
   for (const SlurmJob& j : queue) {

@@ -185,8 +185,14 @@ void Runner::Impl::stop(const std::vector<int64_t>& ids) {
       todo.push_back(id);
     }
   });
-  for (int64_t id : todo)
-    for (const auto& p : launches.at(id).procs) signal_group(p.pid, p.start_ticks, SIGTERM);
+  // (Under Slurm, scancel also exits 0 when no job has the name yet, an srun
+  // still waiting to be registered: that launch then gets SIGKILL after the
+  // grace period, with nothing trained to save.)
+  for (int64_t id : todo) {
+    const db::OnlineLaunch& l = launches.at(id);
+    for (size_t r = 0; r < l.procs.size(); ++r)
+      if (!executor.request_stop(proc_name(l, r))) signal_group(l.procs[r].pid, l.procs[r].start_ticks, SIGTERM);
+  }
   const double deadline = unix_now() + o.grace_s;
   while (unix_now() < deadline &&
          std::any_of(todo.begin(), todo.end(), [&](int64_t id) { return any_alive(id); }))
