@@ -27,6 +27,7 @@
 #include "runner/lock.h"
 #include "runner/process.h"
 #include "runner/runner.h"
+#include "runner/slurm_nodes.h"
 #include "scheduler/oracle.h"
 #include "core/schedule.h"
 #include "scheduler/policy.h"
@@ -110,6 +111,30 @@ void check_open_jobs_fit(const db::OnlineStore& store, const Cluster& cluster, c
                      "; give a larger node list or `cellsched cancel` the job");
 }
 
+// --executor slurm: the node list against what sinfo says (names, GRES
+// types and counts, the partition), before anything is launched; returns the
+// GRES type names to ask srun for.
+std::map<std::string, std::string> check_against_slurm(const Cluster& cluster, const std::string& nodes,
+                                                       const runner::ExecutorOptions& eo, const std::string& sinfo) {
+  std::vector<std::string> argv = {sinfo, "-N", "-h", "-o", "%N|%G|%t"};
+  if (!eo.partition.empty()) argv.push_back("--partition=" + eo.partition);
+  std::string text;
+  try {
+    text = runner::run_capture(argv);
+  } catch (const std::exception& e) {
+    throw InputError(std::string("--executor slurm: cannot ask Slurm for its nodes: ") + e.what() +
+                     " (give --sinfo PATH, or --sinfo '' to skip the check)");
+  }
+  const auto slurm = runner::parse_sinfo_gres(text);
+  if (slurm.empty())
+    throw InputError(eo.partition.empty() ? std::string("--executor slurm: sinfo lists no nodes")
+                                          : "--partition " + eo.partition + ": Slurm has no such partition, or it has no nodes");
+  std::vector<std::string> notes;
+  auto gres = runner::match_slurm_nodes(cluster, slurm, nodes, &notes);
+  for (const std::string& n : notes) std::cerr << "cellsched run: note: " << n << "\n";
+  return gres;
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -118,7 +143,7 @@ int cmd_run(const std::vector<std::string>& args) {
   runner::ExecutorOptions eo;
   std::vector<std::string> ssh_options;
   bool quiet = false;
-  std::string fork_scaling;
+  std::string fork_scaling, sinfo;
   po::options_description opts("options");
   opts.add_options()
       ("nodes", po::value(&nodes)->required(), "node list (YAML; or a shorthand like v100:4)")
@@ -143,6 +168,8 @@ int cmd_run(const std::vector<std::string>& args) {
       ("srun", po::value(&eo.srun)->default_value("srun"), "srun (executor slurm)")
       ("scancel", po::value(&eo.scancel)->default_value("scancel"), "scancel (executor slurm)")
       ("partition", po::value(&eo.partition), "Slurm partition (executor slurm)")
+      ("sinfo", po::value(&sinfo)->default_value("sinfo"),
+       "sinfo, to check the node list against Slurm before the first launch (executor slurm; '' skips the check)")
       ("schedule", po::value(&o.schedule_path), "replay this `cellsched schedule` file (schedule.json) instead of deciding with --policy")
       ("schedule-offset", po::value(&o.schedule_offset)->default_value(1), "with --schedule: job J plays the schedule's job J - offset (submitted jobs count from 1, trace jobs from 0)")
       ("quiet,q", po::bool_switch(&quiet), "no log on stderr");
@@ -157,6 +184,7 @@ int cmd_run(const std::vector<std::string>& args) {
   choose_policy(o, cluster);
   eo.kind = executor_kind;
   eo.ssh_options = ssh_options;
+  if (eo.kind == "slurm" && !sinfo.empty()) eo.gres_types = check_against_slurm(cluster, nodes, eo, sinfo);
   const auto executor = runner::make_executor(eo);
   std::optional<ThroughputTable> table;
   std::unique_ptr<TableOracle> base;

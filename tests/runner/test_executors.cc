@@ -12,9 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cluster.h"
+#include "core/error.h"
 #include "runner/executor.h"
 #include "runner/learned_oracle.h"
 #include "runner/process.h"
+#include "runner/slurm_nodes.h"
 #include "tests/support/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -111,6 +114,69 @@ TEST(Executors, BuildTheArgvTheyDocument) {
   EXPECT_THROW(make_executor(bad), std::exception);
 }
 
+// A stop under Slurm asks Slurm to signal the step (srun would answer a
+// SIGTERM of its own with SIGKILL: no final save, no grace period); local and
+// ssh leave it to the runner's signal to the local process group.
+TEST(Executors, SlurmStopsAskSlurmToSignalTheStep) {
+  const fs::path dir = fs::temp_directory_path() / ("cellsched-scancel-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path fake = dir / "scancel";
+  cellsched::testing::write_executable(fake, "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\n");
+  ExecutorOptions sl;
+  sl.kind = "slurm";
+  sl.scancel = fake.string();
+  const auto slurm = make_executor(sl);
+  EXPECT_TRUE(slurm->request_stop("cellsched-L9-0"));
+  slurm->force_stop("cellsched-L9-0");
+  EXPECT_EQ(slurp(dir / "calls"), "--quiet --signal=TERM --name=cellsched-L9-0\n--quiet --name=cellsched-L9-0\n");
+  sl.scancel = (dir / "missing").string();
+  EXPECT_FALSE(make_executor(sl)->request_stop("cellsched-L9-0"));  // then the runner signals srun
+  EXPECT_FALSE(make_executor(ExecutorOptions{})->request_stop("cellsched-L9-0"));
+  fs::remove_all(dir);
+}
+
+TEST(SlurmNodes, ReadsSinfoAndMatchesTheNodeListToSlurmsGresNames) {
+  const auto slurm = parse_sinfo_gres(
+      "node1|gpu:v100:4(S:0-1)|idle\nnode2|gpu:a100:4(S:0,1),gpu:k80:2|drain\nnode1|gpu:v100:4|idle\n"
+      "node3|(null)|idle\nnode4|gpu:2|mix\n");
+  ASSERT_EQ(slurm.size(), 4u);  // node1 twice (two partitions) counts once
+  EXPECT_EQ(slurm[1].gpus.at("a100"), 4);
+  EXPECT_EQ(slurm[1].gpus.at("k80"), 2);
+  EXPECT_EQ(slurm[1].state, "drain");
+  EXPECT_TRUE(slurm[2].gpus.empty());
+  EXPECT_EQ(slurm[3].gpus.at(""), 2);
+
+  const fs::path file = fs::temp_directory_path() / ("cellsched-slurm-nodes-" + std::to_string(getpid()) + ".yaml");
+  const auto check = [&](const std::string& yaml, std::vector<std::string>* notes = nullptr) {
+    std::ofstream(file) << yaml;
+    return match_slurm_nodes(load_cluster_yaml(file.string()), slurm, file.string(), notes);
+  };
+  // The node list's a100 is the catalogue's a100-40; srun asks for Slurm's "a100".
+  std::vector<std::string> notes;
+  const auto gres = check("nodes:\n  - {name: node1, gpu_type: v100, gpus: 4}\n  - {name: node2, gpu_type: a100, gpus: 4}\n",
+                          &notes);
+  EXPECT_EQ(gres.at("node1"), "v100");
+  EXPECT_EQ(gres.at("node2"), "a100");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("'node2' is drain"), std::string::npos) << notes[0];
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"nodes:\n  - {name: node1, gpu_type: v100, gpus: 4}\n  - name: ghost\n    gpu_type: v100\n    gpus: 4\n",
+       ":3: node 'ghost' is not a node of this Slurm cluster (sinfo lists node1, node2, node3, node4)"},
+      {"nodes:\n  - {name: node1, gpu_type: v100, gpus: 8}\n", ":2: node 'node1' has 8 GPUs in the node list, Slurm's GRES 4"},
+      {"nodes:\n  - {name: node2, gpu_type: v100, gpus: 2}\n", ":2: node 'node2': Slurm offers gpu:a100:4, gpu:k80:2, no GPU of type v100"},
+      {"nodes:\n  - {name: node3, gpu_type: v100, gpus: 2}\n", ":2: node 'node3': Slurm offers no GPU GRES"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    try {
+      check(yaml);
+      ADD_FAILURE() << yaml;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(file.string() + want), std::string::npos) << e.what();
+    }
+  }
+  fs::remove(file);
+}
+
 TEST(LearnedOracle, ObservationsReplaceTheEstimate) {
   LearnedOracle o(nullptr, 2.0);
   Job j;
@@ -201,6 +267,22 @@ TEST(SshExecutor, RunsJobsThroughTheClientWithQuotedArguments) {
   fs::remove_all(r.dir);
 }
 
+// `run --executor slurm` checks the node list against sinfo before anything
+// is stored or launched: a node Slurm lacks is bad input (exit 2, file:line).
+TEST(SlurmExecutor, ANodeListSlurmDoesNotHaveIsRefusedBeforeTheRun) {
+  CliRun r("slurm-check");
+  const fs::path fake = r.dir / "fake-sinfo";
+  cellsched::testing::write_executable(fake, "#!/bin/sh\necho 'node1|gpu:v100:4|idle'\n");
+  std::ofstream(r.nodes) << "nodes:\n  - {name: node1, gpu_type: v100, gpus: 4}\n  - {name: ghost, gpu_type: v100, gpus: 4}\n";
+  EXPECT_EQ(r.cli({"run", "--nodes", r.nodes, "--db", r.db, "--executor", "slurm", "--sinfo", fake.string(),
+                   "--srun", "/bin/false", "--rounds", "1"}),
+            2);
+  const std::string said = slurp(r.dir / "cli.log");
+  EXPECT_NE(said.find(r.nodes + ":3: node 'ghost' is not a node of this Slurm cluster"), std::string::npos) << said;
+  EXPECT_FALSE(fs::exists(r.db));
+  fs::remove_all(r.dir);
+}
+
 // The Slurm executor against the throw-away local cluster of ../shared/slurm.
 TEST(SlurmExecutor, RunsJobsOnTheLocalCluster) {
   if (find_executable("srun").empty() || find_executable("slurmctld").empty())
@@ -237,6 +319,29 @@ TEST(SlurmExecutor, RunsJobsOnTheLocalCluster) {
   for (const char* refused : {"Requested node configuration is not available",
                               "Invalid generic resource", "Unable to allocate resources"})
     EXPECT_EQ(logs.find(refused), std::string::npos) << refused << "\n" << logs;
+
+  // A stop reaches the trainer as SIGTERM (it saves, writes its end line and
+  // exits 0), not as the SIGKILL srun turns its own SIGTERM into: a runner
+  // stopped mid-job stops its launches with the grace period.
+  CliRun g("slurm-grace");
+  std::ofstream(g.nodes) << "nodes:\n  - {name: node1, address: 127.0.0.1, gpu_type: v100, gpus: 4}\n";
+  ASSERT_EQ(g.cli({"submit", "--db", g.db, "--iterations", "100000", "--", kTrainer}), 0);
+  setenv("TRAINER_LOG", (g.dir / "trainer.log").c_str(), 1);
+  const std::string run_cmd = "timeout -s TERM 12 '" + std::string(CELLSCHED_BINARY) + "' run --nodes " +
+                              shell_quote(g.nodes) + " --db " + shell_quote(g.db) +
+                              " --executor slurm --round 60 --policy fifo --grace 10 >> " +
+                              shell_quote((g.dir / "runner.log").string()) + " 2>&1";
+  std::system(run_cmd.c_str());
+  unsetenv("TRAINER_LOG");
+  const std::string trained = slurp(g.dir / "trainer.log");
+  EXPECT_NE(trained.find("start 1 "), std::string::npos) << trained << slurp(g.dir / "runner.log");
+  EXPECT_NE(trained.find("end 1 "), std::string::npos) << "the trainer got no SIGTERM\n" << trained
+                                                         << slurp(g.dir / "runner.log");
+  const nlohmann::json job = g.status()["jobs"][0];
+  EXPECT_GT(job["iterations_done"].get<double>(), 0) << job.dump(2);
+  EXPECT_EQ(capture({"/usr/bin/env", "squeue", "-h", "-n", "cellsched-L1-0"}), "");
+  fs::remove_all(g.dir);
+
   if (!was_up) std::system((shell_quote(script) + " down >/dev/null 2>&1").c_str());
   fs::remove_all(r.dir);
 }
