@@ -96,17 +96,9 @@ class Scavenger {
       JobState s;
       s.dir = fs::path(o.state_dir) / j.name;
       fs::create_directories(s.dir);
-      for (int k = 0;; ++k) {  // what earlier scavengers trained (resumable)
-        const fs::path p = s.dir / ("launch-" + std::to_string(k) + ".progress");
-        if (!fs::exists(p) && !fs::exists(s.dir / ("launch-" + std::to_string(k) + ".log"))) break;
-        s.done += settle_launch(s.dir, k);
-        s.next_k = k + 1;
-      }
-      s.finished = s.done >= j.iterations;
       state_.push_back(s);
     }
-    for (size_t i = 0; i < jobs.size(); ++i)
-      report_.jobs.push_back({jobs[i].name, state_[i].done, 0, state_[i].finished, false, ""});
+    resume();
   }
 
   ScavengeReport run(const std::atomic<bool>* stop);
@@ -115,6 +107,8 @@ class Scavenger {
   void log(const std::string& s) const {
     if (o_.log) o_.log(s);
   }
+  void resume();
+  void stop_orphans();
   void settle(double now);
   void look(double now);
   void launch(size_t job, const std::vector<std::string>& nodes, double window_s, double now);
@@ -144,6 +138,65 @@ std::string Scavenger::ckpt_in(size_t job) const {
     if (fs::exists(p)) return p.string();
   }
   return "";
+}
+
+// What earlier scavengers trained, from the launches in --state (resumable).
+void Scavenger::resume() {
+  report_.jobs.clear();
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    JobState& s = state_[i];
+    s.done = 0;
+    s.next_k = 0;
+    for (int k = 0;; ++k) {
+      const fs::path p = s.dir / ("launch-" + std::to_string(k) + ".progress");
+      if (!fs::exists(p) && !fs::exists(s.dir / ("launch-" + std::to_string(k) + ".log"))) break;
+      s.done += settle_launch(s.dir, k);
+      s.next_k = k + 1;
+    }
+    s.finished = s.done >= jobs_[i].iterations;
+    report_.jobs.push_back({jobs_[i].name, s.done, 0, s.finished, false, ""});
+  }
+}
+
+// Launches that an earlier scavenger of this --state left in Slurm (it was
+// killed; its srun lives on): stopped as a claim stops them (SIGTERM through
+// Slurm, the grace period, scancel) and then counted. Left alone they trained
+// on unseen: their progress was counted while they ran, and no claim could
+// stop them, so a primary job waited for their time limit (audit, 2026-12-07).
+void Scavenger::stop_orphans() {
+  const auto ours = [&]() {
+    std::vector<std::string> names;
+    const std::string text = run_capture({o_.squeue, "-h", "-o", "%i|%j|%T|%Z"});
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::vector<std::string> f = split_bar(line);
+      if (f.size() < 4) continue;
+      for (size_t i = 0; i < jobs_.size(); ++i) {
+        const std::string prefix = "cellsched-scav-" + jobs_[i].name + "-";
+        const std::string& name = f[1];
+        if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
+            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+          continue;
+        std::error_code ec;
+        if (fs::weakly_canonical(f[3], ec) == fs::weakly_canonical(state_[i].dir, ec)) names.push_back(name);
+      }
+    }
+    return names;
+  };
+  std::vector<std::string> left = ours();
+  if (left.empty()) return;
+  std::string list;
+  for (const std::string& n : left) list += (list.empty() ? "" : ", ") + n;
+  log("stopping " + std::to_string(left.size()) + (left.size() == 1 ? " launch" : " launches") +
+      " an earlier scavenger left running: " + list);
+  for (const std::string& n : left) slurm_cancel(slurm_options(), n, "TERM");
+  const double until = wall_now() + o_.grace_s;
+  while (!(left = ours()).empty() && wall_now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (const std::string& n : left) slurm_cancel(slurm_options(), n);
+  // The supervisors finish their exit files once srun is gone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  resume();
 }
 
 void Scavenger::settle(double now) {
@@ -234,7 +287,11 @@ void Scavenger::force(Launch& l) {
 
 void Scavenger::look(double now) {
   ++report_.polls;
-  const std::vector<SlurmNode> nodes = parse_sinfo(run_capture({o_.sinfo, "-N", "-h", "-o", "%N|%T"}));
+  // Only the partition's nodes (squeue below is filtered the same way): all
+  // of them were scavenged, and each launch on another partition's failed.
+  std::vector<std::string> sinfo = {o_.sinfo, "-N", "-h", "-o", "%N|%T"};
+  if (!o_.partition.empty()) sinfo.push_back("--partition=" + o_.partition);
+  const std::vector<SlurmNode> nodes = parse_sinfo(run_capture(sinfo));
   std::vector<std::string> squeue = {o_.squeue, "-h", "-t", "PD,R,CG", "-o", "%i|%j|%T|%D|%S|%r", "--sort=-p,i"};
   if (!o_.partition.empty()) squeue.push_back("--partition=" + o_.partition);
   const std::vector<SlurmJob> queue = parse_squeue(run_capture(squeue));
@@ -322,6 +379,12 @@ void Scavenger::look(double now) {
 }
 
 ScavengeReport Scavenger::run(const std::atomic<bool>* stop) {
+  try {
+    stop_orphans();
+  } catch (const std::runtime_error& e) {
+    ++report_.failed_polls;
+    log(std::string(e.what()) + ": could not look for launches an earlier scavenger left running");
+  }
   const double start = wall_now();
   std::exception_ptr fatal;
   int failed_in_row = 0;

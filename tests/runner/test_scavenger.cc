@@ -214,6 +214,36 @@ TEST(Scavenger, AFailedPollIsSkippedAndOnlyARunOfThemStops) {
   }
 }
 
+// A scavenger killed (kill -9) leaves its launch training under Slurm. A
+// rerun on the same --state ignored it: counted its progress while it ran,
+// and no claim could stop it, so a primary job waited for its time limit.
+// Now the rerun stops it first (SIGTERM through Slurm) and counts its last save.
+TEST(Scavenger, ARerunStopsTheLaunchAnEarlierOneLeftRunning) {
+  FakeSlurm f("", "exit 0");
+  const fs::path job_dir = fs::path(f.o.state_dir) / "hpo";
+  fs::create_directories(job_dir);
+  std::ofstream(job_dir / "launch-0.progress") << "iterations=40\n";
+  std::ofstream(job_dir / "launch-0.log") << "";
+  const std::string gone = (f.dir / "cancelled").string();
+  f.o.squeue = f.script("squeue", "case \"$*\" in *%Z*) [ -e " + gone + " ] || printf '5|cellsched-scav-hpo-0|RUNNING|" +
+                                      job_dir.string() + "\\n6|cellsched-scav-hpo-1|RUNNING|/elsewhere/hpo\\n';; esac");
+  f.o.scancel = f.script("scancel", "echo \"$@\" >> " + (f.dir / "scancel.log").string() +
+                                        "\ncase \"$*\" in *--signal=TERM*) echo iterations=70 >> " +
+                                        (job_dir / "launch-0.progress").string() + "; touch " + gone + ";; esac");
+  f.o.duration_s = 0.5;
+  std::vector<std::string> logged;
+  f.o.log = [&](const std::string& s) { logged.push_back(s); };
+  const ScavengeReport r = scavenge({f.job}, f.o);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_NE(logged[0].find("stopping 1 launch an earlier scavenger left running: cellsched-scav-hpo-0"),
+            std::string::npos) << logged[0];
+  // Only ours (the other one's work dir is another scavenger's --state).
+  EXPECT_EQ(slurp(f.dir / "scancel.log").find("--quiet --signal=TERM --name=cellsched-scav-hpo-0\n"), 0u)
+      << slurp(f.dir / "scancel.log");
+  EXPECT_EQ(slurp(f.dir / "scancel.log").find("hpo-1"), std::string::npos);
+  EXPECT_DOUBLE_EQ(r.jobs.at(0).iterations_done, 70);  // its last save, not the 40 it had when the rerun began
+}
+
 std::string field(const std::string& text, const std::string& key) {
   const auto p = text.find(key + "=");
   if (p == std::string::npos) return "";
