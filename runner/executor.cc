@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <filesystem>
 
 #include "core/error.h"
 #include "runner/process.h"
@@ -93,7 +95,13 @@ class SlurmExecutor final : public Executor {
     return c;
   }
   bool request_stop(const std::string& name) const override { return slurm_cancel(o_, name, "TERM"); }
-  void force_stop(const std::string& name) const override { slurm_cancel(o_, name); }
+  void force_stop(const std::string& name) const override {
+    // SIGKILL to the tasks first: a plain scancel sends SIGTERM and waits
+    // Slurm's KillWait (30 s by default), while the runner ends the launch
+    // (and commits its checkpoint) as soon as srun is gone.
+    slurm_cancel(o_, name, "KILL");
+    slurm_cancel(o_, name);
+  }
 
  private:
   ExecutorOptions o_;
@@ -137,6 +145,21 @@ bool slurm_cancel(const ExecutorOptions& o, const std::string& name, const std::
     if (errno != EINTR) return false;
   }
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+std::string slurm_name_token(const std::string& path) {
+  std::error_code ec;
+  std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec).string();
+  if (abs.empty()) abs = path;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : abs) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (int i = 0; i < 6; ++i) t += hex[(h >> (4 * i)) & 15];
+  return t;
 }
 
 }  // namespace cellsched::runner

@@ -23,7 +23,7 @@ struct ProcessRequest {
   std::vector<std::string> command;   // the job's argv
   std::vector<std::string> env;       // the contract's "KEY=VALUE" entries
   std::string workdir;                // the job's working directory
-  std::string name;                   // unique per launch process: "cellsched-L12-0"
+  std::string name;                   // unique per launch process: "cellsched-3fa9c2-L12-0"
 };
 
 // What the supervisor runs locally.
@@ -44,7 +44,8 @@ class Executor {
   // `scancel --signal=TERM --name=NAME`, because srun answers a SIGTERM of
   // its own by killing the step (SIGKILL: no final save, no grace period).
   virtual bool request_stop(const std::string& /*name*/) const { return false; }
-  // Extra clean-up after the local process group got SIGKILL (slurm: scancel).
+  // Extra clean-up after the local process group got SIGKILL (slurm: the
+  // step's tasks get SIGKILL, then the job is cancelled).
   virtual void force_stop(const std::string& /*name*/) const {}
 };
 
@@ -80,6 +81,12 @@ std::vector<std::string> slurm_launch_argv(const ExecutorOptions& options, const
 // (with a signal: the job's steps get it, the job stays); false when
 // scancel is missing or fails.
 bool slurm_cancel(const ExecutorOptions& options, const std::string& name, const std::string& signal = "");
+
+// Six hex digits from `path` made absolute (FNV-1a): the part of a Slurm job
+// name that tells one state database's (or --state folder's) launches from
+// another's, since launch numbers start again in each. Stops and cancels go
+// by name.
+std::string slurm_name_token(const std::string& path);
 
 // Quotes one argument for a POSIX shell: 'it'\''s' (empty -> '').
 std::string shell_quote(const std::string& arg);

@@ -75,6 +75,7 @@ struct Runner::Impl {
   const CheckpointAverager* averager;
   RunnerOptions o;
   LearnedOracle oracle;
+  std::string name_token;  // in the launches' Slurm job names (slurm_name_token of the db)
   std::unique_ptr<Policy> policy;
 
   struct Entry {
@@ -96,7 +97,7 @@ struct Runner::Impl {
   Impl(db::OnlineStore& s, Cluster c, const Executor& e, const ThroughputOracle* base,
        const CheckpointAverager* a, RunnerOptions opts)
       : store(s), cluster(std::move(c)), executor(e), averager(a), o(std::move(opts)),
-        oracle(base, o.prior_per_gpu) {}
+        oracle(base, o.prior_per_gpu), name_token(slurm_name_token(s.path())) {}
 
   // Who owns what. A job's state moves in exactly one place each way:
   // refresh_jobs() opens it (or fails one that can never fit), start() marks
@@ -126,7 +127,7 @@ struct Runner::Impl {
   }
 
   std::string proc_name(const db::OnlineLaunch& l, size_t rank) const {
-    return "cellsched-L" + std::to_string(l.id) + "-" + std::to_string(rank);
+    return "cellsched-" + name_token + "-L" + std::to_string(l.id) + "-" + std::to_string(rank);
   }
 
   std::vector<std::vector<Placement>> gangs_of(const Allocation& a) const {

@@ -98,7 +98,10 @@ class Scavenger {
       fs::create_directories(s.dir);
       state_.push_back(s);
     }
-    resume();
+    // What earlier scavengers trained is counted in run(), once any launch
+    // of theirs still in Slurm is stopped: counting commits checkpoints,
+    // which a trainer still saving would race.
+    token_ = slurm_name_token(o.state_dir);
   }
 
   ScavengeReport run(const std::atomic<bool>* stop);
@@ -125,6 +128,7 @@ class Scavenger {
   }
 
   const std::vector<ScavengeJob>& jobs_;
+  std::string token_;  // in our launches' Slurm job names: cellsched-scav-TOKEN-JOB-K
   std::set<std::string> passed_over_;  // pending jobs logged as not waiting for nodes
   ScavengeOptions o_;
   std::vector<JobState> state_;
@@ -159,7 +163,7 @@ void Scavenger::resume() {
 }
 
 // Launches that an earlier scavenger of this --state left in Slurm (it was
-// killed; its srun lives on): stopped as a claim stops them (SIGTERM through
+// killed; its srun lives on; the name's token is this --state's): stopped as a claim stops them (SIGTERM through
 // Slurm, the grace period, scancel) and then counted. Left alone they trained
 // on unseen: their progress was counted while they ran, and no claim could
 // stop them, so a primary job waited for their time limit (audit, 2026-12-07).
@@ -173,7 +177,7 @@ void Scavenger::stop_orphans() {
       const std::vector<std::string> f = split_bar(line);
       if (f.size() < 4) continue;
       for (size_t i = 0; i < jobs_.size(); ++i) {
-        const std::string prefix = "cellsched-scav-" + jobs_[i].name + "-";
+        const std::string prefix = "cellsched-scav-" + token_ + "-" + jobs_[i].name + "-";
         const std::string& name = f[1];
         if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
             name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
@@ -193,10 +197,16 @@ void Scavenger::stop_orphans() {
   for (const std::string& n : left) slurm_cancel(slurm_options(), n, "TERM");
   const double until = wall_now() + o_.grace_s;
   while (!(left = ours()).empty() && wall_now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (const std::string& n : left) slurm_cancel(slurm_options(), n);
-  // The supervisors finish their exit files once srun is gone.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  resume();
+  for (const std::string& n : left) {
+    slurm_cancel(slurm_options(), n, "KILL");
+    slurm_cancel(slurm_options(), n);
+  }
+  // Counted (run() calls resume()) only once Slurm no longer runs them.
+  for (int i = 0; i < 120 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    left = ours();
+  }
+  if (!left.empty()) log("Slurm still lists " + left.front() + " a minute after it was cancelled; counting its progress so far");
 }
 
 void Scavenger::settle(double now) {
@@ -239,7 +249,7 @@ void Scavenger::launch(size_t job, const std::vector<std::string>& nodes, double
   Launch l;
   l.job = job;
   l.k = s.next_k++;
-  l.slurm_name = "cellsched-scav-" + j.name + "-" + std::to_string(l.k);
+  l.slurm_name = "cellsched-scav-" + token_ + "-" + j.name + "-" + std::to_string(l.k);
   l.nodes = nodes;
   l.launched_s = now;
   const long minutes = static_cast<long>(std::floor(window_s / 60));
@@ -281,6 +291,7 @@ void Scavenger::stop_launch(Launch& l, double now, bool claim) {
 }
 
 void Scavenger::force(Launch& l) {
+  slurm_cancel(slurm_options(), l.slurm_name, "KILL");  // not Slurm's SIGTERM and KillWait again
   slurm_cancel(slurm_options(), l.slurm_name);
   signal_group(l.pid, l.ticks, SIGKILL);
 }
@@ -385,6 +396,7 @@ ScavengeReport Scavenger::run(const std::atomic<bool>* stop) {
     ++report_.failed_polls;
     log(std::string(e.what()) + ": could not look for launches an earlier scavenger left running");
   }
+  resume();
   const double start = wall_now();
   std::exception_ptr fatal;
   int failed_in_row = 0;

@@ -128,11 +128,22 @@ TEST(Executors, SlurmStopsAskSlurmToSignalTheStep) {
   const auto slurm = make_executor(sl);
   EXPECT_TRUE(slurm->request_stop("cellsched-L9-0"));
   slurm->force_stop("cellsched-L9-0");
-  EXPECT_EQ(slurp(dir / "calls"), "--quiet --signal=TERM --name=cellsched-L9-0\n--quiet --name=cellsched-L9-0\n");
+  EXPECT_EQ(slurp(dir / "calls"), "--quiet --signal=TERM --name=cellsched-L9-0\n"
+                                  "--quiet --signal=KILL --name=cellsched-L9-0\n--quiet --name=cellsched-L9-0\n");
   sl.scancel = (dir / "missing").string();
   EXPECT_FALSE(make_executor(sl)->request_stop("cellsched-L9-0"));  // then the runner signals srun
   EXPECT_FALSE(make_executor(ExecutorOptions{})->request_stop("cellsched-L9-0"));
   fs::remove_all(dir);
+}
+
+// Launch numbers start again in every database and --state folder, and
+// stops go by Slurm job name: the name carries a token of the path.
+TEST(Executors, SlurmNameTokensTellPathsApart) {
+  const std::string a = slurm_name_token("/tmp/a/state.db"), b = slurm_name_token("/tmp/b/state.db");
+  EXPECT_EQ(a.size(), 6u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, slurm_name_token("/tmp/a/../a/state.db"));
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
 TEST(SlurmNodes, ReadsSinfoAndMatchesTheNodeListToSlurmsGresNames) {
@@ -339,7 +350,9 @@ TEST(SlurmExecutor, RunsJobsOnTheLocalCluster) {
                                                          << slurp(g.dir / "runner.log");
   const nlohmann::json job = g.status()["jobs"][0];
   EXPECT_GT(job["iterations_done"].get<double>(), 0) << job.dump(2);
-  EXPECT_EQ(capture({"/usr/bin/env", "squeue", "-h", "-n", "cellsched-L1-0"}), "");
+  // Nothing of this runner left in Slurm; its launches' names carry its database's token.
+  const std::string left = capture({"/usr/bin/env", "squeue", "-h", "-o", "%j"});
+  EXPECT_EQ(left.find("cellsched-" + slurm_name_token(g.db) + "-L"), std::string::npos) << left;
   fs::remove_all(g.dir);
 
   if (!was_up) std::system((shell_quote(script) + " down >/dev/null 2>&1").c_str());

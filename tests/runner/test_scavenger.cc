@@ -225,8 +225,13 @@ TEST(Scavenger, ARerunStopsTheLaunchAnEarlierOneLeftRunning) {
   std::ofstream(job_dir / "launch-0.progress") << "iterations=40\n";
   std::ofstream(job_dir / "launch-0.log") << "";
   const std::string gone = (f.dir / "cancelled").string();
-  f.o.squeue = f.script("squeue", "case \"$*\" in *%Z*) [ -e " + gone + " ] || printf '5|cellsched-scav-hpo-0|RUNNING|" +
-                                      job_dir.string() + "\\n6|cellsched-scav-hpo-1|RUNNING|/elsewhere/hpo\\n';; esac");
+  const std::string ours = "cellsched-scav-" + slurm_name_token(f.o.state_dir) + "-hpo-0";
+  // Ours; another --state's launch of a job of the same name (another token);
+  // a name like ours whose work dir is elsewhere.
+  f.o.squeue = f.script("squeue", "case \"$*\" in *%Z*) [ -e " + gone + " ] || printf '5|" + ours + "|RUNNING|" +
+                                      job_dir.string() + "\\n6|cellsched-scav-000000-hpo-0|RUNNING|/else/hpo\\n7|" +
+                                      ours.substr(0, ours.size() - 1) + "1|RUNNING|/elsewhere/hpo\\n';; esac");
+  // The trainer's last save lands when it gets SIGTERM.
   f.o.scancel = f.script("scancel", "echo \"$@\" >> " + (f.dir / "scancel.log").string() +
                                         "\ncase \"$*\" in *--signal=TERM*) echo iterations=70 >> " +
                                         (job_dir / "launch-0.progress").string() + "; touch " + gone + ";; esac");
@@ -235,12 +240,12 @@ TEST(Scavenger, ARerunStopsTheLaunchAnEarlierOneLeftRunning) {
   f.o.log = [&](const std::string& s) { logged.push_back(s); };
   const ScavengeReport r = scavenge({f.job}, f.o);
   ASSERT_FALSE(logged.empty());
-  EXPECT_NE(logged[0].find("stopping 1 launch an earlier scavenger left running: cellsched-scav-hpo-0"),
-            std::string::npos) << logged[0];
-  // Only ours (the other one's work dir is another scavenger's --state).
-  EXPECT_EQ(slurp(f.dir / "scancel.log").find("--quiet --signal=TERM --name=cellsched-scav-hpo-0\n"), 0u)
-      << slurp(f.dir / "scancel.log");
-  EXPECT_EQ(slurp(f.dir / "scancel.log").find("hpo-1"), std::string::npos);
+  EXPECT_NE(logged[0].find("stopping 1 launch an earlier scavenger left running: " + ours), std::string::npos)
+      << logged[0];
+  const std::string calls = slurp(f.dir / "scancel.log");
+  EXPECT_EQ(calls.find("--quiet --signal=TERM --name=" + ours + "\n"), 0u) << calls;
+  EXPECT_EQ(calls.find("000000"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find(ours.substr(0, ours.size() - 1) + "1"), std::string::npos) << calls;
   EXPECT_DOUBLE_EQ(r.jobs.at(0).iterations_done, 70);  // its last save, not the 40 it had when the rerun began
 }
 
