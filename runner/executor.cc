@@ -95,13 +95,7 @@ class SlurmExecutor final : public Executor {
     return c;
   }
   bool request_stop(const std::string& name) const override { return slurm_cancel(o_, name, "TERM"); }
-  void force_stop(const std::string& name) const override {
-    // SIGKILL to the tasks first: a plain scancel sends SIGTERM and waits
-    // Slurm's KillWait (30 s by default), while the runner ends the launch
-    // (and commits its checkpoint) as soon as srun is gone.
-    slurm_cancel(o_, name, "KILL");
-    slurm_cancel(o_, name);
-  }
+  void force_stop(const std::string& name) const override { slurm_kill(o_, name); }
 
  private:
   ExecutorOptions o_;
@@ -145,6 +139,11 @@ bool slurm_cancel(const ExecutorOptions& o, const std::string& name, const std::
     if (errno != EINTR) return false;
   }
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+void slurm_kill(const ExecutorOptions& o, const std::string& name) {
+  slurm_cancel(o, name, "KILL");
+  slurm_cancel(o, name);
 }
 
 std::string slurm_name_token(const std::string& path) {

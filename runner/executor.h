@@ -81,6 +81,10 @@ std::vector<std::string> slurm_launch_argv(const ExecutorOptions& options, const
 // (with a signal: the job's steps get it, the job stays); false when
 // scancel is missing or fails.
 bool slurm_cancel(const ExecutorOptions& options, const std::string& name, const std::string& signal = "");
+// A forced stop: SIGKILL to the named job's tasks, then the job cancelled
+// (a plain scancel alone sends SIGTERM and waits Slurm's KillWait, 30 s by
+// default, while the caller counts the launch as ended at once).
+void slurm_kill(const ExecutorOptions& options, const std::string& name);
 
 // Six hex digits from `path` made absolute (FNV-1a): the part of a Slurm job
 // name that tells one state database's (or --state folder's) launches from

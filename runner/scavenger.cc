@@ -1,10 +1,6 @@
 #include "runner/scavenger.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -110,6 +106,8 @@ class Scavenger {
   void log(const std::string& s) const {
     if (o_.log) o_.log(s);
   }
+  // Our launches' Slurm job names are this and the launch number.
+  std::string launch_prefix(size_t job) const { return "cellsched-scav-" + token_ + "-" + jobs_[job].name + "-"; }
   void resume();
   void stop_orphans();
   void settle(double now);
@@ -177,7 +175,7 @@ void Scavenger::stop_orphans() {
       const std::vector<std::string> f = split_bar(line);
       if (f.size() < 4) continue;
       for (size_t i = 0; i < jobs_.size(); ++i) {
-        const std::string prefix = "cellsched-scav-" + token_ + "-" + jobs_[i].name + "-";
+        const std::string prefix = launch_prefix(i);
         const std::string& name = f[1];
         if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
             name.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
@@ -197,10 +195,7 @@ void Scavenger::stop_orphans() {
   for (const std::string& n : left) slurm_cancel(slurm_options(), n, "TERM");
   const double until = wall_now() + o_.grace_s;
   while (!(left = ours()).empty() && wall_now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (const std::string& n : left) {
-    slurm_cancel(slurm_options(), n, "KILL");
-    slurm_cancel(slurm_options(), n);
-  }
+  for (const std::string& n : left) slurm_kill(slurm_options(), n);
   // Counted (run() calls resume()) only once Slurm no longer runs them.
   for (int i = 0; i < 120 && !left.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -249,7 +244,7 @@ void Scavenger::launch(size_t job, const std::vector<std::string>& nodes, double
   Launch l;
   l.job = job;
   l.k = s.next_k++;
-  l.slurm_name = "cellsched-scav-" + token_ + "-" + j.name + "-" + std::to_string(l.k);
+  l.slurm_name = launch_prefix(job) + std::to_string(l.k);
   l.nodes = nodes;
   l.launched_s = now;
   const long minutes = static_cast<long>(std::floor(window_s / 60));
@@ -291,8 +286,7 @@ void Scavenger::stop_launch(Launch& l, double now, bool claim) {
 }
 
 void Scavenger::force(Launch& l) {
-  slurm_cancel(slurm_options(), l.slurm_name, "KILL");  // not Slurm's SIGTERM and KillWait again
-  slurm_cancel(slurm_options(), l.slurm_name);
+  slurm_kill(slurm_options(), l.slurm_name);
   signal_group(l.pid, l.ticks, SIGKILL);
 }
 
